@@ -1,0 +1,56 @@
+# fixed_window: fixed-window rate limits inside PostgreSQL (PGXS build)
+
+EXTENSION = fixed_window
+MODULE_big = fixed_window
+OBJS = \
+	src/fixed_window.o \
+	src/guc.o \
+	src/limit.o \
+	src/shmem_store.o \
+	src/window.o
+DATA = sql/fixed_window--1.0.sql
+PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
+
+# Every test layer runs on throwaway clusters of its own.
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_clock
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf
+ISOLATION = fw_concurrent
+ISOLATION_OPTS = --temp-instance=tmp_check_isolation --temp-config=$(srcdir)/test/preload.conf
+TAP_TESTS = 1
+EXTRA_CLEAN = tmp_check_regress tmp_check_isolation unit/test_window
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+
+override CPPFLAGS := -I$(srcdir)/src $(CPPFLAGS)
+
+# The test layers one by one (make installcheck runs the last three).
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+installcheck-tap:
+	$(prove_installcheck)
+
+# C unit tests of the window arithmetic: no server needed.
+unit/test_window: unit/test_window.c src/window.c src/window.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) \
+		-I$(includedir_internal) -o $@ unit/test_window.c src/window.c
+unit: unit/test_window
+	./unit/test_window
+else
+all:
+	@echo "PostgreSQL's server headers (PGXS) are missing: run 'make test' or 'make demo', which install them."
+	@false
+endif
+
+.PHONY: test demo bench unit installcheck-regress installcheck-isolation installcheck-tap
+
+# The quick-start commands set up whatever is missing, then run.
+test:
+	bash scripts/test.sh
+demo:
+	bash scripts/demo.sh

@@ -1,0 +1,25 @@
+-- make demo: three calls per 2-second window, on the real clock.
+\pset footer off
+\echo
+\echo '# CREATE EXTENSION fixed_window;'
+CREATE EXTENSION fixed_window;
+\echo
+\echo '# At most 3 calls per 2 seconds for user 42, windows starting now. Four calls in a row:'
+SELECT now() AS t0 \gset
+\set lim '''api'', ''user:42'', 3, ''2 seconds'', start => ' :'t0'
+\echo '# SELECT * FROM fw_limit(' :lim ');'
+SELECT * FROM fw_limit(:lim);
+SELECT * FROM fw_limit(:lim);
+SELECT * FROM fw_limit(:lim);
+SELECT * FROM fw_limit(:lim);
+\echo '# The 4th call was denied: not ok, with the time to wait in retry_after.'
+\echo
+\echo '# Other keys have quotas of their own:'
+SELECT * FROM fw_limit('api', 'user:7', 3, '2 seconds', start => :'t0');
+\echo
+\echo '# Wait for retry_after (fw_check answers without spending), then call again:'
+SELECT extract(epoch FROM retry_after) AS wait_s
+FROM fw_check(:lim) \gset
+SELECT :'wait_s' AS waiting_seconds, pg_sleep(:'wait_s');
+SELECT * FROM fw_limit(:lim);
+\echo '# A new window: allowed again, 2 of 3 tokens left.'

@@ -1,0 +1,86 @@
+# Shared helpers of fixed_window's scripts (test, demo, bench).  Sourced, not run.
+#
+# Everything here works on a fresh Debian machine: as root it installs what
+# is missing from Debian's packages and runs PostgreSQL as the unprivileged
+# "postgres" account; as another user it expects the packages and a
+# writable PostgreSQL install directory, and runs PostgreSQL as that user.
+# Clusters live in private temporary directories with their own socket
+# directory, never touching the system cluster.
+
+set -euo pipefail
+
+FW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FW_PG_MAJOR=${FW_PG_MAJOR:-15}
+FW_RUN_USER=${FW_RUN_USER:-postgres}
+export PATH="/usr/lib/postgresql/$FW_PG_MAJOR/bin:$PATH"
+
+fw_log() { printf '==> %s\n' "$*" >&2; }
+
+# fw_packages PKG...: install the Debian packages that are missing.
+fw_packages() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "missing packages: ${missing[*]}; install them (as root: apt-get install ${missing[*]})" >&2
+        return 1
+    fi
+    fw_log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+fw_base_packages() {
+    fw_packages make gcc "postgresql-$FW_PG_MAJOR" "postgresql-server-dev-$FW_PG_MAJOR" \
+        "postgresql-contrib" libipc-run-perl "$@"
+}
+
+# Build the extension and install it into the server's directories.
+fw_build_install() {
+    local pg_config="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config"
+    fw_log "building and installing fixed_window"
+    make -C "$FW_ROOT" -s PG_CONFIG="$pg_config" >/dev/null
+    make -C "$FW_ROOT" -s PG_CONFIG="$pg_config" install >/dev/null
+}
+
+# fw_as_user CMD...: run a command as the unprivileged account when root.
+fw_as_user() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u "$FW_RUN_USER" -- env PATH="$PATH" HOME=/tmp "$@"
+    else
+        "$@"
+    fi
+}
+
+# fw_private_dir: a temporary directory the unprivileged account owns.
+fw_private_dir() {
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/fixed_window.XXXXXX")
+    [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$dir"
+    chmod 700 "$dir"
+    echo "$dir"
+}
+
+# fw_cluster_start DIR [postgresql.conf lines...]: initdb and start a
+# throwaway cluster in DIR, reachable only through the socket in DIR.
+# Sets PGHOST, PGPORT, PGDATABASE for the caller.
+fw_cluster_start() {
+    local dir=$1; shift
+    fw_as_user initdb -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$dir'"
+        echo "port = 5499"
+        echo "fsync = off"
+        printf '%s\n' "$@"
+    } >>"$dir/data/postgresql.conf"
+    fw_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+    export PGHOST=$dir PGPORT=5499 PGUSER=postgres PGDATABASE=postgres
+}
+
+fw_cluster_stop() {
+    local dir=$1
+    [ -f "$dir/data/postmaster.pid" ] && fw_as_user pg_ctl -D "$dir/data" -m fast -w stop >/dev/null || true
+}

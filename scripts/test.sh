@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make test: every test layer, each on throwaway clusters of its own.
+#
+#   unit        C unit tests of the window arithmetic (no server)
+#   regress     pg_regress, SQL behaviour
+#   isolation   isolation specs, concurrent sessions
+#   tap         TAP tests (PostgreSQL::Test::Cluster), concurrency under load
+#
+# As root the tests run as the unprivileged "postgres" account in a private
+# copy of the tree, since PostgreSQL refuses to run as root.
+source "$(dirname "$0")/lib.sh"
+
+fw_base_packages
+fw_build_install
+
+work=$(fw_private_dir)
+trap 'rm -rf "$work"' EXIT
+tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$work" -xf -
+[ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$work"
+
+passed=0 failed=0 failures=()
+layer() {
+    local name=$1; shift
+    fw_log "$name"
+    if fw_as_user make -C "$work" -s PG_CONFIG="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config" "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); failures+=("$name")
+        find "$work" -name regression.diffs -exec cat {} + 2>/dev/null | head -200 || true
+        find "$work/tmp_check" -name 'regress_log_*' -exec tail -n 40 {} + 2>/dev/null || true
+    fi
+}
+
+layer unit unit
+layer regress installcheck-regress
+layer isolation installcheck-isolation
+layer tap installcheck-tap
+
+[ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"
+echo "layers: $passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * fixed_window.h
+ *	  Declarations shared by the files of the fixed_window extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FIXED_WINDOW_H
+#define FIXED_WINDOW_H
+
+#include "datatype/timestamp.h"
+
+#include "window.h"
+
+/* Longest limit name and key, in bytes; the same for every storage. */
+#define FW_MAX_NAME_BYTES	256
+#define FW_MAX_KEY_BYTES	2048
+
+/* The identity of a counter: database, limit name and key, compared exactly. */
+typedef struct FwIdentity
+{
+	Oid			dbid;
+	const char *name;
+	int			name_len;
+	const char *key;
+	int			key_len;
+	uint32		hash;			/* of all three, to find the counter */
+} FwIdentity;
+
+/* How applying a call to a store ended. */
+typedef enum FwApplyResult
+{
+	FW_APPLY_OK = 0,
+	FW_APPLY_OUT_OF_RANGE,		/* a boundary lies beyond 64-bit time */
+	FW_APPLY_FULL				/* no room for a new counter */
+} FwApplyResult;
+
+/* guc.c */
+extern int	fw_max_counters;
+extern void fw_define_gucs(void);
+extern TimestampTz fw_clock_now(void);
+
+/* shmem_store.c */
+extern void fw_shmem_install_hooks(void);
+extern bool fw_shmem_available(void);
+extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
+									bool consume, FwDecision *decision);
+
+#endif							/* FIXED_WINDOW_H */

@@ -1,0 +1,135 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.c
+ *	  Configuration settings of fixed_window, and its clock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "fixed_window.h"
+
+int			fw_max_counters = 100000;
+
+static char *fw_debug_now_text = NULL;
+static bool fw_debug_now_set = false;
+static TimestampTz fw_debug_now = 0;
+
+/*
+ * Parse fixed_window.debug_now without throwing: check hooks must report
+ * problems through GUC_check_errdetail so that a bad value in
+ * postgresql.conf is reported, not fatal.  An empty string means the real
+ * clock; anything else must be a finite timestamp, read in the session's
+ * TimeZone unless it names one.
+ */
+static bool
+fw_check_debug_now(char **newval, void **extra, GucSource source)
+{
+	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	int			dterr;
+	struct pg_tm tt;
+	fsec_t		fsec;
+	int			tz;
+	TimestampTz value;
+	TimestampTz *result;
+#if PG_VERSION_NUM >= 160000
+	DateTimeErrorExtra dtextra;
+#endif
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+	{
+		*extra = NULL;
+		return true;
+	}
+
+	dterr = ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
+						  MAXDATEFIELDS, &nf);
+	if (dterr == 0)
+#if PG_VERSION_NUM >= 160000
+		dterr = DecodeDateTime(field, ftype, nf, &dtype, &tt, &fsec, &tz, &dtextra);
+#else
+		dterr = DecodeDateTime(field, ftype, nf, &dtype, &tt, &fsec, &tz);
+#endif
+	if (dterr != 0 || dtype != DTK_DATE ||
+		tm2timestamp(&tt, fsec, &tz, &value) != 0 ||
+		!IS_VALID_TIMESTAMP(value))
+	{
+		GUC_check_errdetail("fixed_window.debug_now must be empty or a finite timestamp with time zone.");
+		return false;
+	}
+
+#if PG_VERSION_NUM >= 160000
+	result = guc_malloc(LOG, sizeof(TimestampTz));
+#else
+	result = malloc(sizeof(TimestampTz));
+#endif
+	if (result == NULL)
+		return false;
+	*result = value;
+	*extra = result;
+	return true;
+}
+
+static void
+fw_assign_debug_now(const char *newval, void *extra)
+{
+	fw_debug_now_set = (extra != NULL);
+	if (extra != NULL)
+		fw_debug_now = *(TimestampTz *) extra;
+}
+
+/*
+ * The time a call is judged at: the real time of the call, or
+ * fixed_window.debug_now when a superuser has set it.
+ */
+TimestampTz
+fw_clock_now(void)
+{
+	if (fw_debug_now_set)
+		return fw_debug_now;
+	return GetCurrentTimestamp();
+}
+
+void
+fw_define_gucs(void)
+{
+	DefineCustomStringVariable("fixed_window.debug_now",
+							   "Fixes the clock fixed_window judges calls at, for tests.",
+							   "Empty means the real clock.",
+							   &fw_debug_now_text,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   fw_check_debug_now, fw_assign_debug_now, NULL);
+
+	/* settings of shared memory can only be defined while preloading */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomIntVariable("fixed_window.max_counters",
+								"Sets the number of counters shared memory holds.",
+								"Each counter takes one 112-byte slot for a limit name and key of up to "
+								"64 bytes together, and one more slot for every further 108 bytes.",
+								&fw_max_counters,
+								100000,
+								1000,
+								100000000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+	}
+
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("fixed_window");
+#else
+	EmitWarningsOnPlaceholders("fixed_window");
+#endif
+}

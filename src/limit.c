@@ -1,0 +1,270 @@
+/*-------------------------------------------------------------------------
+ *
+ * limit.c
+ *	  The SQL functions fw_limit and fw_check.
+ *
+ * Both take (name, key, rate, period, start, cost, capacity), validate every
+ * argument, and ask the storage for a decision.  They are not strict: a
+ * NULL argument where a value is required is an error, never a NULL
+ * result, since "IF NOT (fw_limit(...)).ok" would read a NULL as allowed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "common/hashfn.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "fixed_window.h"
+
+PG_FUNCTION_INFO_V1(fw_limit);
+PG_FUNCTION_INFO_V1(fw_check);
+
+enum
+{
+	ARG_NAME,
+	ARG_KEY,
+	ARG_RATE,
+	ARG_PERIOD,
+	ARG_START,
+	ARG_COST,
+	ARG_CAPACITY
+};
+
+static const char *const fw_arg_names[] = {
+	"name", "key", "rate", "period", "start", "cost", "capacity"
+};
+
+static void
+fw_require_arg(FunctionCallInfo fcinfo, int arg)
+{
+	if (PG_ARGISNULL(arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", fw_arg_names[arg])));
+}
+
+/* Point at a text argument's bytes, enforcing the length limit. */
+static void
+fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
+			const char **data, int *len)
+{
+	text	   *t;
+
+	fw_require_arg(fcinfo, arg);
+	t = PG_GETARG_TEXT_PP(arg);
+	*data = VARDATA_ANY(t);
+	*len = VARSIZE_ANY_EXHDR(t);
+	if (*len > max_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s is too long", fw_arg_names[arg]),
+				 errdetail("The %s is %d bytes; at most %d bytes are allowed.",
+						   fw_arg_names[arg], *len, max_bytes),
+				 errhint("Pass a shorter %s, for example a digest such as md5() of it.",
+						 fw_arg_names[arg])));
+}
+
+static void
+fw_invalid_value(const char *arg, const char *rule, const char *value)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s must be %s", arg, rule),
+			 errdetail("The %s given was %s.", arg, value)));
+}
+
+static const char *
+fw_int_text(int32 value)
+{
+	return psprintf("%d", value);
+}
+
+/* Read and check the limit's arguments into *limit and *id. */
+static void
+fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
+{
+	Interval   *period;
+	bool		phase_start;
+
+	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &id->name, &id->name_len);
+	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &id->key, &id->key_len);
+	fw_require_arg(fcinfo, ARG_RATE);
+	fw_require_arg(fcinfo, ARG_PERIOD);
+	fw_require_arg(fcinfo, ARG_COST);
+
+	limit->rate = PG_GETARG_INT32(ARG_RATE);
+	if (limit->rate <= 0)
+		fw_invalid_value("rate", "greater than zero", fw_int_text(limit->rate));
+
+	period = PG_GETARG_INTERVAL_P(ARG_PERIOD);
+	if (
+#ifdef INTERVAL_NOT_FINITE
+		INTERVAL_NOT_FINITE(period) ||
+#endif
+		!fw_period_from_interval(period->month, period->day, period->time,
+								 &limit->period))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("period must be a positive interval"),
+				 errdetail("The period given was \"%s\".",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(period)))),
+				 errhint("Use a period such as '1 minute', '1 day' or '1 month'. "
+						 "A period with a month or year part must not have a negative day or time part.")));
+
+	phase_start = PG_ARGISNULL(ARG_START);
+	if (!phase_start)
+	{
+		limit->start = PG_GETARG_TIMESTAMPTZ(ARG_START);
+		if (TIMESTAMP_NOT_FINITE(limit->start))
+			fw_invalid_value("start", "a finite timestamp",
+							 TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity");
+	}
+
+	limit->capacity = PG_ARGISNULL(ARG_CAPACITY) ? limit->rate : PG_GETARG_INT32(ARG_CAPACITY);
+	if (limit->capacity < limit->rate)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("capacity must be at least the rate"),
+				 errdetail("The capacity given was %d and the rate %d.",
+						   limit->capacity, limit->rate)));
+
+	limit->cost = PG_GETARG_INT32(ARG_COST);
+	if (limit->cost < 0)
+		fw_invalid_value("cost", "zero or greater", fw_int_text(limit->cost));
+	if (limit->cost > limit->capacity)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cost must not exceed the capacity"),
+				 errdetail("The cost given was %d and the capacity %d, so the call could never be allowed.",
+						   limit->cost, limit->capacity),
+				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
+
+	id->dbid = MyDatabaseId;
+	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
+							hash_combine(hash_bytes((const unsigned char *) id->name, id->name_len),
+										 hash_bytes((const unsigned char *) id->key, id->key_len)));
+
+	if (phase_start)
+	{
+		uint64		seed = hash_bytes_extended((const unsigned char *) id->name,
+											   id->name_len, 0);
+		uint64		hash = hash_bytes_extended((const unsigned char *) id->key,
+											   id->key_len, seed);
+
+		if (fw_phase_start(&limit->period, hash, &limit->start) != FW_STATUS_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("period is too long to derive a start from the key")));
+	}
+}
+
+static Interval *
+fw_usecs_interval(int64 usecs)
+{
+	Interval   *result = palloc(sizeof(Interval));
+
+	/*
+	 * An exact duration, all in the time field: a days part would be
+	 * calendar days when added to a timestamptz, and shift by an hour across
+	 * a daylight saving change in the session's time zone.
+	 */
+	result->month = 0;
+	result->day = 0;
+	result->time = usecs;
+	return result;
+}
+
+static Datum
+fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
+{
+	TupleDesc	tupdesc = (TupleDesc) fcinfo->flinfo->fn_extra;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	/* the result type cannot change under a call site: look it up once */
+	if (tupdesc == NULL)
+	{
+		MemoryContext oldcontext;
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		oldcontext = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+		MemoryContextSwitchTo(oldcontext);
+		fcinfo->flinfo->fn_extra = tupdesc;
+	}
+
+	values[0] = BoolGetDatum(decision->ok);
+	if (decision->ok)
+		nulls[1] = true;
+	else
+		values[1] = IntervalPGetDatum(fw_usecs_interval(decision->retry_after));
+	values[2] = Int32GetDatum(decision->remaining);
+	values[3] = IntervalPGetDatum(fw_usecs_interval(decision->reset_after));
+
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+}
+
+static Datum
+fw_call(FunctionCallInfo fcinfo, bool consume)
+{
+	FwLimit		limit;
+	FwIdentity	id;
+	FwDecision	decision;
+	FwApplyResult result;
+
+	fw_read_args(fcinfo, &limit, &id);
+
+	if (!fw_shmem_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("fixed_window must be loaded via shared_preload_libraries"),
+				 errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	result = fw_shmem_apply(&id, &limit, consume, &decision);
+
+	if (result == FW_APPLY_OUT_OF_RANGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("window boundary out of range"),
+				 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
+				 errhint("Use a shorter period or a start closer to the present.")));
+	if (result == FW_APPLY_FULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no room for a new rate limit counter"),
+				 errdetail("All fixed_window.max_counters (%d) counter slots are in use.",
+						   fw_max_counters),
+				 errhint("Raise fixed_window.max_counters and restart the server.")));
+
+	return fw_result_datum(fcinfo, &decision);
+}
+
+/*
+ * fw_limit(name, key, rate, period, start, cost, capacity) returns fw_result
+ *
+ * Spend cost tokens of the counter (name, key) if it holds them.
+ */
+Datum
+fw_limit(PG_FUNCTION_ARGS)
+{
+	return fw_call(fcinfo, true);
+}
+
+/*
+ * fw_check(same arguments) returns fw_result
+ *
+ * What fw_limit would answer now; spends and creates nothing.
+ */
+Datum
+fw_check(PG_FUNCTION_ARGS)
+{
+	return fw_call(fcinfo, false);
+}

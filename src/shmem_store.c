@@ -1,0 +1,388 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem_store.c
+ *	  Counters in shared memory: a fixed-size, partitioned hash table.
+ *
+ * Layout.  The table is created at postmaster start, sized by
+ * fixed_window.max_counters, and never grows.  It has three parts:
+ *
+ *	- FwShared, a small header with the free list;
+ *	- buckets[], the head slot of each hash chain (a power of two of them);
+ *	- slots[], an array of FW_SLOT_SIZE-byte slots.
+ *
+ * A counter takes one slot, holding its state and the first
+ * FW_INLINE_TEXT bytes of its limit name followed by its key; longer texts
+ * continue in overflow slots chained from the counter.  Identity is the
+ * exact (database, name, key) triple: the hash only chooses the chain.
+ * Slots are addressed by index, so the table has no pointers and no
+ * allocator of its own beyond the free list.
+ *
+ * Locking.  The buckets are divided among FW_NUM_PARTITIONS LWLocks: the
+ * bucket of a hash is its low bits, and the partition is the low bits of
+ * the bucket, so a chain and every slot reachable from it belong to one
+ * partition.  A call takes its partition's lock exclusively to update a
+ * counter (fw_limit) or shared to read it (fw_check), reads the clock while
+ * holding it, and releases it before returning; no call holds two
+ * partition locks.  Calls on different keys thus contend only when their
+ * keys share a partition, and calls on one key are totally ordered by the
+ * lock, each judged on the state the previous one left and at a time no
+ * earlier than it.
+ *
+ * The free list is shared by all partitions and protected by a spinlock,
+ * which is taken only to move slots on or off the list (while the partition
+ * lock is held, never the other way round) and held for a few instructions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+
+#include "fixed_window.h"
+
+#define FW_NUM_PARTITIONS	128 /* a power of two */
+#define FW_SLOT_SIZE		112
+#define FW_NIL				PG_UINT32_MAX
+#define FW_LOCK_TRANCHE		"fixed_window"
+
+typedef struct FwCounter
+{
+	uint32		hash;
+	uint32		next;			/* next counter in this bucket, or FW_NIL */
+	uint32		overflow;		/* first overflow slot, or FW_NIL */
+	Oid			dbid;
+	uint16		name_len;
+	uint16		key_len;
+	int32		tokens;
+	int32		rate;			/* as given by the last fw_limit call */
+	int32		capacity;
+	int64		window_start;
+	int64		window_end;
+	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
+} FwCounter;
+
+#define FW_INLINE_TEXT		(FW_SLOT_SIZE - offsetof(FwCounter, text))
+
+typedef struct FwOverflow
+{
+	uint32		next;			/* next overflow slot, or FW_NIL */
+	char		text[FLEXIBLE_ARRAY_MEMBER];
+} FwOverflow;
+
+#define FW_OVERFLOW_TEXT	(FW_SLOT_SIZE - offsetof(FwOverflow, text))
+
+typedef union FwSlot
+{
+	FwCounter	counter;
+	FwOverflow	overflow;		/* also the link of a free slot */
+	char		bytes[FW_SLOT_SIZE];
+} FwSlot;
+
+StaticAssertDecl(sizeof(FwSlot) == FW_SLOT_SIZE, "FwSlot must be FW_SLOT_SIZE bytes");
+StaticAssertDecl(FW_INLINE_TEXT >= 64, "a counter must hold 64 bytes of text inline");
+StaticAssertDecl(FW_MAX_NAME_BYTES <= PG_UINT16_MAX && FW_MAX_KEY_BYTES <= PG_UINT16_MAX,
+				 "name and key lengths must fit in uint16");
+
+typedef struct FwShared
+{
+	LWLockPadded *locks;		/* FW_NUM_PARTITIONS partition locks */
+	uint32		nbuckets;		/* a power of two, >= FW_NUM_PARTITIONS */
+	uint32		nslots;
+	slock_t		mutex;			/* protects the two fields below */
+	uint32		free_head;
+	uint32		nfree;
+} FwShared;
+
+static FwShared *fw_shared = NULL;
+static uint32 *fw_buckets = NULL;
+static FwSlot *fw_slots = NULL;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static uint32
+fw_bucket_count(void)
+{
+	uint32		n = FW_NUM_PARTITIONS;
+
+	while (n < (uint32) fw_max_counters)
+		n <<= 1;
+	return n;
+}
+
+static Size
+fw_shmem_size(void)
+{
+	Size		size = MAXALIGN(sizeof(FwShared));
+
+	size = add_size(size, MAXALIGN(mul_size(fw_bucket_count(), sizeof(uint32))));
+	size = add_size(size, mul_size(fw_max_counters, sizeof(FwSlot)));
+	return size;
+}
+
+static void
+fw_shmem_request(void)
+{
+#if PG_VERSION_NUM >= 150000
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(fw_shmem_size());
+	RequestNamedLWLockTranche(FW_LOCK_TRANCHE, FW_NUM_PARTITIONS);
+}
+
+static void
+fw_shmem_startup(void)
+{
+	bool		found_shared;
+	bool		found_buckets;
+	bool		found_slots;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+
+	fw_shared = ShmemInitStruct("fixed_window", sizeof(FwShared), &found_shared);
+	fw_buckets = ShmemInitStruct("fixed_window buckets",
+								 mul_size(fw_bucket_count(), sizeof(uint32)),
+								 &found_buckets);
+	fw_slots = ShmemInitStruct("fixed_window counters",
+							   mul_size(fw_max_counters, sizeof(FwSlot)),
+							   &found_slots);
+
+	if (!found_shared)
+	{
+		uint32		i;
+
+		fw_shared->locks = GetNamedLWLockTranche(FW_LOCK_TRANCHE);
+		fw_shared->nbuckets = fw_bucket_count();
+		fw_shared->nslots = (uint32) fw_max_counters;
+		SpinLockInit(&fw_shared->mutex);
+
+		for (i = 0; i < fw_shared->nbuckets; i++)
+			fw_buckets[i] = FW_NIL;
+		for (i = 0; i < fw_shared->nslots; i++)
+			fw_slots[i].overflow.next = (i + 1 < fw_shared->nslots) ? i + 1 : FW_NIL;
+		fw_shared->free_head = 0;
+		fw_shared->nfree = fw_shared->nslots;
+	}
+
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Called from _PG_init while shared_preload_libraries is processed. */
+void
+fw_shmem_install_hooks(void)
+{
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = fw_shmem_request;
+#else
+	fw_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = fw_shmem_startup;
+}
+
+bool
+fw_shmem_available(void)
+{
+	return fw_shared != NULL;
+}
+
+/* Slots a counter with "len" bytes of name and key needs. */
+static uint32
+fw_slots_needed(int len)
+{
+	if (len <= (int) FW_INLINE_TEXT)
+		return 1;
+	return 1 + (len - FW_INLINE_TEXT + FW_OVERFLOW_TEXT - 1) / FW_OVERFLOW_TEXT;
+}
+
+/*
+ * Take n slots off the free list, linked to each other through
+ * overflow.next in list order; returns the first, or FW_NIL (taking none)
+ * if fewer than n are free.
+ */
+static uint32
+fw_alloc_slots(uint32 n)
+{
+	uint32		first;
+	uint32		last;
+	uint32		i;
+
+	SpinLockAcquire(&fw_shared->mutex);
+	if (fw_shared->nfree < n)
+	{
+		SpinLockRelease(&fw_shared->mutex);
+		return FW_NIL;
+	}
+	first = last = fw_shared->free_head;
+	for (i = 1; i < n; i++)
+		last = fw_slots[last].overflow.next;
+	fw_shared->free_head = fw_slots[last].overflow.next;
+	fw_shared->nfree -= n;
+	SpinLockRelease(&fw_shared->mutex);
+
+	fw_slots[last].overflow.next = FW_NIL;
+	return first;
+}
+
+/*
+ * Copy "len" bytes of the identity's text (name then key), from "offset" of
+ * that text, to dst; or, when compare is true, compare them with dst and
+ * return whether they are equal.
+ */
+static bool
+fw_text_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare)
+{
+	while (len > 0)
+	{
+		const char *src;
+		int			avail;
+
+		if (offset < id->name_len)
+		{
+			src = id->name + offset;
+			avail = id->name_len - offset;
+		}
+		else
+		{
+			src = id->key + (offset - id->name_len);
+			avail = id->key_len - (offset - id->name_len);
+		}
+		avail = Min(avail, len);
+		if (!compare)
+			memcpy(dst, src, avail);
+		else if (memcmp(dst, src, avail) != 0)
+			return false;
+		dst += avail;
+		offset += avail;
+		len -= avail;
+	}
+	return true;
+}
+
+/* Copy (compare false) or compare the whole text of a counter. */
+static bool
+fw_counter_text(FwCounter *counter, const FwIdentity *id, bool compare)
+{
+	int			total = id->name_len + id->key_len;
+	int			len = Min(total, (int) FW_INLINE_TEXT);
+	int			offset;
+	uint32		slot;
+
+	if (!fw_text_piece(id, 0, counter->text, len, compare))
+		return false;
+	offset = len;
+	for (slot = counter->overflow; offset < total; slot = fw_slots[slot].overflow.next)
+	{
+		len = Min(total - offset, (int) FW_OVERFLOW_TEXT);
+		if (!fw_text_piece(id, offset, fw_slots[slot].overflow.text, len, compare))
+			return false;
+		offset += len;
+	}
+	return true;
+}
+
+static uint32
+fw_find(uint32 bucket, const FwIdentity *id)
+{
+	uint32		slot;
+
+	for (slot = fw_buckets[bucket]; slot != FW_NIL; slot = fw_slots[slot].counter.next)
+	{
+		FwCounter  *counter = &fw_slots[slot].counter;
+
+		if (counter->hash == id->hash &&
+			counter->dbid == id->dbid &&
+			counter->name_len == id->name_len &&
+			counter->key_len == id->key_len &&
+			fw_counter_text(counter, id, true))
+			return slot;
+	}
+	return FW_NIL;
+}
+
+/* Create a counter for id at the head of its bucket; FW_NIL if full. */
+static uint32
+fw_insert(uint32 bucket, const FwIdentity *id)
+{
+	uint32		slot = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len));
+	FwCounter  *counter;
+
+	if (slot == FW_NIL)
+		return FW_NIL;
+	counter = &fw_slots[slot].counter;
+	counter->overflow = fw_slots[slot].overflow.next;
+	counter->hash = id->hash;
+	counter->dbid = id->dbid;
+	counter->name_len = (uint16) id->name_len;
+	counter->key_len = (uint16) id->key_len;
+	fw_counter_text(counter, id, false);
+	counter->next = fw_buckets[bucket];
+	fw_buckets[bucket] = slot;
+	return slot;
+}
+
+/*
+ * Apply one call to the counter of id: decide it on the state found (none
+ * for a new key) at the time read under the partition lock and, when
+ * consume is true, store the state after it, creating the counter if
+ * needed.  With consume false nothing is written or created.
+ */
+FwApplyResult
+fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
+			   FwDecision *decision)
+{
+	uint32		bucket = id->hash & (fw_shared->nbuckets - 1);
+	LWLock	   *lock = &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
+	FwApplyResult result = FW_APPLY_OK;
+	FwCounter  *counter = NULL;
+	FwState		state;
+	uint32		slot;
+
+	LWLockAcquire(lock, consume ? LW_EXCLUSIVE : LW_SHARED);
+
+	slot = fw_find(bucket, id);
+	if (slot != FW_NIL)
+	{
+		counter = &fw_slots[slot].counter;
+		state.window_start = counter->window_start;
+		state.window_end = counter->window_end;
+		state.tokens = counter->tokens;
+	}
+
+	if (fw_decide(limit, counter ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
+		result = FW_APPLY_OUT_OF_RANGE;
+	else if (consume)
+	{
+		if (counter == NULL)
+		{
+			slot = fw_insert(bucket, id);
+			if (slot != FW_NIL)
+				counter = &fw_slots[slot].counter;
+			else
+				result = FW_APPLY_FULL;
+		}
+		if (counter != NULL)
+		{
+			counter->window_start = decision->state.window_start;
+			counter->window_end = decision->state.window_end;
+			counter->tokens = decision->state.tokens;
+			counter->rate = limit->rate;
+			counter->capacity = limit->capacity;
+		}
+	}
+
+	LWLockRelease(lock);
+	return result;
+}

@@ -1,0 +1,85 @@
+/*-------------------------------------------------------------------------
+ *
+ * window.h
+ *	  Fixed-window arithmetic and the token rule of fixed_window.
+ *
+ * Everything declared here is pure: no shared memory, no catalog, no
+ * error reporting.  The same code decides for every storage backend and is
+ * compiled, with FRONTEND defined, into the C unit tests under unit/.
+ *
+ * Times are PostgreSQL timestamps: microseconds since 2000-01-01 00:00 UTC.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FW_WINDOW_H
+#define FW_WINDOW_H
+
+/* Average Gregorian month (365.2425 days / 12), used only for estimates. */
+#define FW_USECS_PER_AVG_MONTH	INT64CONST(2629746000000)
+#define FW_USECS_PER_DAY		INT64CONST(86400000000)
+
+/*
+ * A window length.  With months == 0 the period is the exact duration
+ * "span" microseconds.  With months > 0, window k starts at
+ *		add_months(start, k * months) + k * span
+ * which is what "start + k * period" means in PostgreSQL's interval
+ * arithmetic evaluated in UTC (months first, clamped to the month's last
+ * day, then days as 24 hours, then the time part).
+ */
+typedef struct FwPeriod
+{
+	int32		months;			/* >= 0 */
+	int64		span;			/* microseconds; > 0 when months == 0 */
+} FwPeriod;
+
+/* The validated parameters of one call. */
+typedef struct FwLimit
+{
+	FwPeriod	period;
+	int64		start;			/* origin of the window grid */
+	int32		rate;			/* tokens granted per window, > 0 */
+	int32		capacity;		/* most tokens a counter holds, >= rate */
+	int32		cost;			/* tokens this call spends, 0..capacity */
+} FwLimit;
+
+/* What a counter remembers between calls. */
+typedef struct FwState
+{
+	int64		window_start;	/* start of the window the tokens belong to */
+	int64		window_end;		/* its end (derivable, kept for inspection) */
+	int32		tokens;			/* tokens available in that window */
+} FwState;
+
+/* The answer to one call. */
+typedef struct FwDecision
+{
+	bool		ok;				/* tokens covered the cost */
+	int32		remaining;		/* tokens left after this call */
+	int64		retry_after;	/* microseconds until the cost is covered; 0 if ok */
+	int64		reset_after;	/* microseconds until the current window ends */
+	FwState		state;			/* counter state after this call */
+} FwDecision;
+
+typedef enum FwStatus
+{
+	FW_STATUS_OK = 0,
+	FW_STATUS_OUT_OF_RANGE		/* a boundary or duration overflows 64 bits */
+} FwStatus;
+
+extern bool fw_period_from_interval(int32 months, int32 days, int64 time,
+									FwPeriod *period);
+extern FwStatus fw_window_boundary(const FwPeriod *period, int64 start,
+								   int64 k, int64 *boundary);
+extern FwStatus fw_window_index(const FwPeriod *period, int64 start,
+								int64 t, int64 *k);
+extern FwStatus fw_phase_start(const FwPeriod *period, uint64 hash,
+							   int64 *start);
+extern FwStatus fw_decide(const FwLimit *limit, const FwState *old,
+						  int64 now, FwDecision *decision);
+
+/* Calendar helpers, exposed for the unit tests. */
+extern int64 fw_days_from_civil(int64 year, int month, int day);
+extern void fw_civil_from_days(int64 days, int64 *year, int *month, int *day);
+extern FwStatus fw_add_months(int64 t, int64 months, int64 *result);
+
+#endif							/* FW_WINDOW_H */

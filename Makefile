@@ -38,7 +38,8 @@ installcheck-tap:
 # C unit tests of the window arithmetic: no server needed.
 unit/test_window: unit/test_window.c src/window.c src/window.h
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) \
-		-I$(includedir_internal) -o $@ unit/test_window.c src/window.c
+		-I$(includedir_internal) -o $@ unit/test_window.c src/window.c \
+		-L$(pkglibdir) -lpgcommon -lpgport
 unit: unit/test_window
 	./unit/test_window
 else

@@ -43,6 +43,7 @@ extern TimestampTz fw_clock_now(void);
 /* shmem_store.c */
 extern void fw_shmem_install_hooks(void);
 extern bool fw_shmem_available(void);
+extern void fw_shmem_prefetch(uint32 hash);
 extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 									bool consume, FwDecision *decision);
 

@@ -13,11 +13,13 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/tupmacs.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "fixed_window.h"
@@ -34,6 +36,16 @@ enum
 	ARG_START,
 	ARG_COST,
 	ARG_CAPACITY
+};
+
+/* The columns of fw_result. */
+enum
+{
+	FW_RESULT_OK,
+	FW_RESULT_RETRY_AFTER,
+	FW_RESULT_REMAINING,
+	FW_RESULT_RESET_AFTER,
+	FW_RESULT_NATTS
 };
 
 static const char *const fw_arg_names[] = {
@@ -94,6 +106,12 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 
 	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &id->name, &id->name_len);
 	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &id->key, &id->key_len);
+	id->dbid = MyDatabaseId;
+	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
+							hash_combine(hash_bytes((const unsigned char *) id->name, id->name_len),
+										 hash_bytes((const unsigned char *) id->key, id->key_len)));
+	fw_shmem_prefetch(id->hash);
+
 	fw_require_arg(fcinfo, ARG_RATE);
 	fw_require_arg(fcinfo, ARG_PERIOD);
 	fw_require_arg(fcinfo, ARG_COST);
@@ -146,11 +164,6 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 						   limit->cost, limit->capacity),
 				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
 
-	id->dbid = MyDatabaseId;
-	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
-							hash_combine(hash_bytes((const unsigned char *) id->name, id->name_len),
-										 hash_bytes((const unsigned char *) id->key, id->key_len)));
-
 	if (phase_start)
 	{
 		uint64		seed = hash_bytes_extended((const unsigned char *) id->name,
@@ -165,51 +178,138 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 	}
 }
 
-static Interval *
-fw_usecs_interval(int64 usecs)
+/*
+ * fw_result tuples, built from a template.
+ *
+ * A call makes one small fixed-size row, and in bulk queries building it
+ * through heap_form_tuple costs as much as the decision itself.  Since
+ * fw_result has only fixed-length columns, a row has one of two shapes:
+ * allowed (retry_after null) or denied (all four columns).  For each shape
+ * the first call at a call site forms a row with heap_form_tuple and notes
+ * where each column's bytes lie; later calls copy that row and overwrite
+ * the values in place.
+ */
+typedef struct FwResultShape
 {
-	Interval   *result = palloc(sizeof(Interval));
+	HeapTupleHeader row;		/* a row of this shape, values to overwrite */
+	Size		len;
+	int			offset[FW_RESULT_NATTS];	/* of each non-null value in the data */
+} FwResultShape;
+
+typedef struct FwResultCache
+{
+	Oid			typid;			/* the fw_result type these shapes are of */
+	FwResultShape shapes[2];	/* [0] denied, [1] allowed */
+} FwResultCache;
+
+/*
+ * Shapes live as long as the backend, since with prepared statements every
+ * execution starts with a fresh fn_extra.  They are keyed by the result
+ * type, so that a re-created extension gets shapes of its own.
+ */
+#define FW_RESULT_CACHE_SIZE 4
+static FwResultCache fw_result_cache[FW_RESULT_CACHE_SIZE];
+static int	fw_result_cache_used = 0;
+
+static void
+fw_result_shape(FunctionCallInfo fcinfo, FwResultShape *shape, bool allowed)
+{
+	TupleDesc	tupdesc;
+	Datum		values[FW_RESULT_NATTS];
+	bool		nulls[FW_RESULT_NATTS] = {false, false, false, false};
+	Interval	zero = {0};
+	HeapTuple	tuple;
+	int			offset = 0;
+	int			i;
+	MemoryContext oldcontext;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE ||
+		tupdesc->natts != FW_RESULT_NATTS)
+		elog(ERROR, "return type must be fw_result");
+
+	values[FW_RESULT_OK] = BoolGetDatum(allowed);
+	values[FW_RESULT_RETRY_AFTER] = IntervalPGetDatum(&zero);
+	nulls[FW_RESULT_RETRY_AFTER] = allowed;
+	values[FW_RESULT_REMAINING] = Int32GetDatum(0);
+	values[FW_RESULT_RESET_AFTER] = IntervalPGetDatum(&zero);
+
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	tuple = heap_form_tuple(BlessTupleDesc(CreateTupleDescCopy(tupdesc)), values, nulls);
+	MemoryContextSwitchTo(oldcontext);
+
+	shape->row = tuple->t_data;
+	shape->len = tuple->t_len;
+	for (i = 0; i < FW_RESULT_NATTS; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		Assert(att->attlen > 0);
+		shape->offset[i] = -1;
+		if (nulls[i])
+			continue;
+		offset = att_align_nominal(offset, att->attalign);
+		shape->offset[i] = offset;
+		offset += att->attlen;
+	}
+}
+
+static void
+fw_usecs_interval(int64 usecs, char *dst)
+{
+	Interval	interval;
 
 	/*
 	 * An exact duration, all in the time field: a days part would be
 	 * calendar days when added to a timestamptz, and shift by an hour across
 	 * a daylight saving change in the session's time zone.
 	 */
-	result->month = 0;
-	result->day = 0;
-	result->time = usecs;
-	return result;
+	interval.time = usecs;
+	interval.day = 0;
+	interval.month = 0;
+	memcpy(dst, &interval, sizeof(Interval));
 }
 
 static Datum
 fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 {
-	TupleDesc	tupdesc = (TupleDesc) fcinfo->flinfo->fn_extra;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	FwResultCache *cache = (FwResultCache *) fcinfo->flinfo->fn_extra;
+	FwResultShape *shape;
+	HeapTupleHeader row;
+	char	   *data;
 
-	/* the result type cannot change under a call site: look it up once */
-	if (tupdesc == NULL)
+	if (cache == NULL)
 	{
-		MemoryContext oldcontext;
+		Oid			typid = get_fn_expr_rettype(fcinfo->flinfo);
+		int			i;
 
-		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		oldcontext = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
-		MemoryContextSwitchTo(oldcontext);
-		fcinfo->flinfo->fn_extra = tupdesc;
+		for (i = 0; i < fw_result_cache_used; i++)
+			if (fw_result_cache[i].typid == typid)
+				cache = &fw_result_cache[i];
+		if (cache == NULL)
+		{
+			/* rarely more than one type; when full, reuse the oldest slot */
+			i = fw_result_cache_used < FW_RESULT_CACHE_SIZE ? fw_result_cache_used++ : 0;
+			cache = &fw_result_cache[i];
+			cache->typid = InvalidOid;
+			fw_result_shape(fcinfo, &cache->shapes[0], false);
+			fw_result_shape(fcinfo, &cache->shapes[1], true);
+			cache->typid = typid;
+		}
+		fcinfo->flinfo->fn_extra = cache;
 	}
 
-	values[0] = BoolGetDatum(decision->ok);
-	if (decision->ok)
-		nulls[1] = true;
-	else
-		values[1] = IntervalPGetDatum(fw_usecs_interval(decision->retry_after));
-	values[2] = Int32GetDatum(decision->remaining);
-	values[3] = IntervalPGetDatum(fw_usecs_interval(decision->reset_after));
+	shape = &cache->shapes[decision->ok ? 1 : 0];
+	row = (HeapTupleHeader) palloc(shape->len);
+	memcpy(row, shape->row, shape->len);
+	data = (char *) row + row->t_hoff;
 
-	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+	*(bool *) (data + shape->offset[FW_RESULT_OK]) = decision->ok;
+	if (!decision->ok)
+		fw_usecs_interval(decision->retry_after, data + shape->offset[FW_RESULT_RETRY_AFTER]);
+	memcpy(data + shape->offset[FW_RESULT_REMAINING], &decision->remaining, sizeof(int32));
+	fw_usecs_interval(decision->reset_after, data + shape->offset[FW_RESULT_RESET_AFTER]);
+
+	return PointerGetDatum(row);
 }
 
 static Datum

@@ -50,6 +50,12 @@
 #define FW_NIL				PG_UINT32_MAX
 #define FW_LOCK_TRANCHE		"fixed_window"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define FW_PREFETCH(addr)	__builtin_prefetch(addr)
+#else
+#define FW_PREFETCH(addr)	((void) 0)
+#endif
+
 typedef struct FwCounter
 {
 	uint32		hash;
@@ -196,6 +202,18 @@ bool
 fw_shmem_available(void)
 {
 	return fw_shared != NULL;
+}
+
+/*
+ * With many keys a counter's bucket is rarely in cache: callers start
+ * loading it as soon as the hash is known, while they check the rest of the
+ * arguments and take the lock.
+ */
+void
+fw_shmem_prefetch(uint32 hash)
+{
+	if (fw_shared != NULL)
+		FW_PREFETCH(&fw_buckets[hash & (fw_shared->nbuckets - 1)]);
 }
 
 /* Slots a counter with "len" bytes of name and key needs. */

@@ -55,3 +55,5 @@ test:
 	bash scripts/test.sh
 demo:
 	bash scripts/demo.sh
+bench:
+	bash bench/run.sh

@@ -25,7 +25,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 
-override CPPFLAGS := -I$(srcdir)/src $(CPPFLAGS)
+PG_CPPFLAGS = -I$(srcdir)/src
 
 # The test layers one by one (make installcheck runs the last three).
 installcheck-regress:
@@ -39,7 +39,7 @@ installcheck-tap:
 unit/test_window: unit/test_window.c src/window.c src/window.h
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) \
 		-I$(includedir_internal) -o $@ unit/test_window.c src/window.c \
-		-L$(pkglibdir) -lpgcommon -lpgport
+		-L$(pkglibdir) -L$(libdir) -lpgcommon -lpgport
 unit: unit/test_window
 	./unit/test_window
 else

@@ -79,7 +79,20 @@ SELECT (fw_limit('n', 'ancient', 1, '1 day', '4713-01-01 00:00+00 BC')).reset_af
 SELECT fw_limit('n', 'slow', 1, '200000 years', cost => 3, capacity => 3);
 \echo :LAST_ERROR_SQLSTATE
 
+-- A counter left billions of windows behind, by a call with another grid,
+-- refills to the capacity: the count of windows does not wrap.
+SELECT ok, remaining FROM fw_limit('n', 'far-behind', 1, '292300 years', '2030-01-01 00:00+00');
+SELECT ok, remaining FROM fw_limit('n', 'far-behind', 6, '1 microsecond', '2000-01-01 00:00+00', 10, 10);
+SELECT ok, remaining FROM fw_limit('n', 'far-behind', 6, '1 microsecond', '2000-01-01 00:00+00', 1, 10);
+
 -- No error leaves a counter behind or spends a token.
+SELECT * FROM fw_check('n', 'k', 10, '1 minute');
+
+-- A damaged result type is an error, never a crash.
+ALTER TYPE fw_result ALTER ATTRIBUTE ok TYPE text;
+SELECT fw_limit('n', 'k', 10, '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+ALTER TYPE fw_result ALTER ATTRIBUTE ok TYPE boolean;
 SELECT * FROM fw_check('n', 'k', 10, '1 minute');
 
 DROP EXTENSION fixed_window;

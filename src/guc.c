@@ -104,18 +104,19 @@ fw_define_gucs(void)
 {
 	DefineCustomStringVariable("fixed_window.debug_now",
 							   "Fixes the clock fixed_window judges calls at, for tests.",
-							   "Empty means the real clock.",
+							   "Empty means the real clock. Counters are shared: calls judged at a "
+							   "later time move them into later windows for every session.",
 							   &fw_debug_now_text,
 							   "",
 							   PGC_SUSET,
-							   0,
+							   GUC_NOT_IN_SAMPLE,
 							   fw_check_debug_now, fw_assign_debug_now, NULL);
 
 	/* settings of shared memory can only be defined while preloading */
 	if (process_shared_preload_libraries_in_progress)
 	{
 		DefineCustomIntVariable("fixed_window.max_counters",
-								"Sets the number of counters shared memory holds.",
+								"Sets the number of counter slots in shared memory.",
 								"Each counter takes one 112-byte slot for a limit name and key of up to "
 								"64 bytes together, and one more slot for every further 108 bytes.",
 								&fw_max_counters,

@@ -14,12 +14,15 @@
 
 #include "access/htup_details.h"
 #include "access/tupmacs.h"
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/typcache.h"
 #include "utils/timestamp.h"
 
 #include "fixed_window.h"
@@ -58,7 +61,7 @@ fw_require_arg(FunctionCallInfo fcinfo, int arg)
 	if (PG_ARGISNULL(arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", fw_arg_names[arg])));
+				 errmsg("argument \"%s\" must not be null", fw_arg_names[arg])));
 }
 
 /* Point at a text argument's bytes, enforcing the length limit. */
@@ -75,26 +78,10 @@ fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
 	if (*len > max_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("%s is too long", fw_arg_names[arg]),
-				 errdetail("The %s is %d bytes; at most %d bytes are allowed.",
-						   fw_arg_names[arg], *len, max_bytes),
-				 errhint("Pass a shorter %s, for example a digest such as md5() of it.",
-						 fw_arg_names[arg])));
-}
-
-static void
-fw_invalid_value(const char *arg, const char *rule, const char *value)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("%s must be %s", arg, rule),
-			 errdetail("The %s given was %s.", arg, value)));
-}
-
-static const char *
-fw_int_text(int32 value)
-{
-	return psprintf("%d", value);
+				 errmsg("argument \"%s\" is too long", fw_arg_names[arg]),
+				 errdetail("The value is %d bytes; at most %d bytes are allowed.",
+						   *len, max_bytes),
+				 errhint("Pass a shorter value, for example a digest such as md5() of it.")));
 }
 
 /* Read and check the limit's arguments into *limit and *id. */
@@ -118,7 +105,10 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 
 	limit->rate = PG_GETARG_INT32(ARG_RATE);
 	if (limit->rate <= 0)
-		fw_invalid_value("rate", "greater than zero", fw_int_text(limit->rate));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rate must be greater than zero"),
+				 errdetail("The rate given was %d.", limit->rate)));
 
 	period = PG_GETARG_INTERVAL_P(ARG_PERIOD);
 	if (
@@ -141,8 +131,11 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 	{
 		limit->start = PG_GETARG_TIMESTAMPTZ(ARG_START);
 		if (TIMESTAMP_NOT_FINITE(limit->start))
-			fw_invalid_value("start", "a finite timestamp",
-							 TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity");
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("start must be a finite timestamp"),
+					 errdetail("The start given was %s.",
+							   TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity")));
 	}
 
 	limit->capacity = PG_ARGISNULL(ARG_CAPACITY) ? limit->rate : PG_GETARG_INT32(ARG_CAPACITY);
@@ -155,7 +148,10 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 
 	limit->cost = PG_GETARG_INT32(ARG_COST);
 	if (limit->cost < 0)
-		fw_invalid_value("cost", "zero or greater", fw_int_text(limit->cost));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cost must not be negative"),
+				 errdetail("The cost given was %d.", limit->cost)));
 	if (limit->cost > limit->capacity)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -185,7 +181,7 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
  * through heap_form_tuple costs as much as the decision itself.  Since
  * fw_result has only fixed-length columns, a row has one of two shapes:
  * allowed (retry_after null) or denied (all four columns).  For each shape
- * the first call at a call site forms a row with heap_form_tuple and notes
+ * the first call forms a row with heap_form_tuple and notes
  * where each column's bytes lie; later calls copy that row and overwrite
  * the values in place.
  */
@@ -198,34 +194,35 @@ typedef struct FwResultShape
 
 typedef struct FwResultCache
 {
-	Oid			typid;			/* the fw_result type these shapes are of */
+	struct FwResultCache *next;
+	Oid			typid;			/* the row type these shapes are of */
+	uint64		tupdesc_id;		/* typcache's identifier of its columns */
 	FwResultShape shapes[2];	/* [0] denied, [1] allowed */
 } FwResultCache;
 
 /*
  * Shapes live as long as the backend, since with prepared statements every
- * execution starts with a fresh fn_extra.  They are keyed by the result
- * type, so that a re-created extension gets shapes of its own.
+ * execution starts with a fresh fn_extra.  They are keyed by the row type
+ * and the typcache's identifier of its columns, so that a re-created
+ * extension or an altered type gets shapes of its own; old ones are a few
+ * hundred bytes and are never freed.
  */
-#define FW_RESULT_CACHE_SIZE 4
-static FwResultCache fw_result_cache[FW_RESULT_CACHE_SIZE];
-static int	fw_result_cache_used = 0;
+static FwResultCache *fw_result_caches = NULL;
+
+/* The column types the in-place writes below rely on. */
+static const Oid fw_result_types[FW_RESULT_NATTS] = {
+	BOOLOID, INTERVALOID, INT4OID, INTERVALOID
+};
 
 static void
-fw_result_shape(FunctionCallInfo fcinfo, FwResultShape *shape, bool allowed)
+fw_result_shape(TupleDesc tupdesc, FwResultShape *shape, bool allowed)
 {
-	TupleDesc	tupdesc;
 	Datum		values[FW_RESULT_NATTS];
 	bool		nulls[FW_RESULT_NATTS] = {false, false, false, false};
 	Interval	zero = {0};
 	HeapTuple	tuple;
 	int			offset = 0;
 	int			i;
-	MemoryContext oldcontext;
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE ||
-		tupdesc->natts != FW_RESULT_NATTS)
-		elog(ERROR, "return type must be fw_result");
 
 	values[FW_RESULT_OK] = BoolGetDatum(allowed);
 	values[FW_RESULT_RETRY_AFTER] = IntervalPGetDatum(&zero);
@@ -233,17 +230,13 @@ fw_result_shape(FunctionCallInfo fcinfo, FwResultShape *shape, bool allowed)
 	values[FW_RESULT_REMAINING] = Int32GetDatum(0);
 	values[FW_RESULT_RESET_AFTER] = IntervalPGetDatum(&zero);
 
-	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
-	tuple = heap_form_tuple(BlessTupleDesc(CreateTupleDescCopy(tupdesc)), values, nulls);
-	MemoryContextSwitchTo(oldcontext);
-
+	tuple = heap_form_tuple(tupdesc, values, nulls);
 	shape->row = tuple->t_data;
 	shape->len = tuple->t_len;
 	for (i = 0; i < FW_RESULT_NATTS; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		Assert(att->attlen > 0);
 		shape->offset[i] = -1;
 		if (nulls[i])
 			continue;
@@ -251,6 +244,63 @@ fw_result_shape(FunctionCallInfo fcinfo, FwResultShape *shape, bool allowed)
 		shape->offset[i] = offset;
 		offset += att->attlen;
 	}
+}
+
+static FwResultCache *
+fw_result_cache(FunctionCallInfo fcinfo)
+{
+	Oid			typid = get_fn_expr_rettype(fcinfo->flinfo);
+	TypeCacheEntry *typentry;
+	TupleDesc	tupdesc;
+	FwResultCache *cache;
+	MemoryContext oldcontext;
+	int			i;
+
+	/* called without an expression tree, from C: ask the catalog */
+	if (!OidIsValid(typid))
+	{
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("function returning fw_result called in a context that cannot accept a row")));
+		typid = tupdesc->tdtypeid;
+	}
+
+	typentry = lookup_type_cache(typid, TYPECACHE_TUPDESC);
+	for (cache = fw_result_caches; cache != NULL; cache = cache->next)
+		if (cache->typid == typid && cache->tupdesc_id == typentry->tupDesc_identifier)
+			return cache;
+
+	tupdesc = typentry->tupDesc;
+	if (tupdesc == NULL || tupdesc->natts != FW_RESULT_NATTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("fw_result must have the columns ok, retry_after, remaining and reset_after"),
+				 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
+	for (i = 0; i < FW_RESULT_NATTS; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped || att->atttypid != fw_result_types[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column %d of fw_result has type %s instead of %s",
+							i + 1, format_type_be(att->atttypid),
+							format_type_be(fw_result_types[i])),
+					 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
+	}
+
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	cache = palloc0(sizeof(FwResultCache));
+	fw_result_shape(tupdesc, &cache->shapes[0], false);
+	fw_result_shape(tupdesc, &cache->shapes[1], true);
+	MemoryContextSwitchTo(oldcontext);
+
+	cache->typid = typid;
+	cache->tupdesc_id = typentry->tupDesc_identifier;
+	cache->next = fw_result_caches;
+	fw_result_caches = cache;
+	return cache;
 }
 
 static void
@@ -277,27 +327,6 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 	HeapTupleHeader row;
 	char	   *data;
 
-	if (cache == NULL)
-	{
-		Oid			typid = get_fn_expr_rettype(fcinfo->flinfo);
-		int			i;
-
-		for (i = 0; i < fw_result_cache_used; i++)
-			if (fw_result_cache[i].typid == typid)
-				cache = &fw_result_cache[i];
-		if (cache == NULL)
-		{
-			/* rarely more than one type; when full, reuse the oldest slot */
-			i = fw_result_cache_used < FW_RESULT_CACHE_SIZE ? fw_result_cache_used++ : 0;
-			cache = &fw_result_cache[i];
-			cache->typid = InvalidOid;
-			fw_result_shape(fcinfo, &cache->shapes[0], false);
-			fw_result_shape(fcinfo, &cache->shapes[1], true);
-			cache->typid = typid;
-		}
-		fcinfo->flinfo->fn_extra = cache;
-	}
-
 	shape = &cache->shapes[decision->ok ? 1 : 0];
 	row = (HeapTupleHeader) palloc(shape->len);
 	memcpy(row, shape->row, shape->len);
@@ -322,6 +351,10 @@ fw_call(FunctionCallInfo fcinfo, bool consume)
 
 	fw_read_args(fcinfo, &limit, &id);
 
+	/* know how to answer before deciding: a failure must not spend tokens */
+	if (fcinfo->flinfo->fn_extra == NULL)
+		fcinfo->flinfo->fn_extra = fw_result_cache(fcinfo);
+
 	if (!fw_shmem_available())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -340,7 +373,7 @@ fw_call(FunctionCallInfo fcinfo, bool consume)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no room for a new rate limit counter"),
-				 errdetail("All fixed_window.max_counters (%d) counter slots are in use.",
+				 errdetail("All %d counter slots (fixed_window.max_counters) are in use.",
 						   fw_max_counters),
 				 errhint("Raise fixed_window.max_counters and restart the server.")));
 

@@ -4,7 +4,8 @@
  *	  Counters in shared memory: a fixed-size, partitioned hash table.
  *
  * Layout.  The table is created at postmaster start, sized by
- * fixed_window.max_counters, and never grows.  It has three parts:
+ * fixed_window.max_counters, and never grows.  It is one allocation of
+ * three parts:
  *
  *	- FwShared, a small header with the free list;
  *	- buckets[], the head slot of each hash chain (a power of two of them);
@@ -29,8 +30,9 @@
  * earlier than it.
  *
  * The free list is shared by all partitions and protected by a spinlock,
- * which is taken only to move slots on or off the list (while the partition
- * lock is held, never the other way round) and held for a few instructions.
+ * which is taken only to move one slot on or off the list, or to count them
+ * (while a partition lock is held, never the other way round), and held for
+ * a few instructions.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,10 +67,10 @@ typedef struct FwCounter
 	uint16		name_len;
 	uint16		key_len;
 	int32		tokens;
-	int32		rate;			/* as given by the last fw_limit call */
-	int32		capacity;
+	int32		rate;			/* as given by the last fw_limit call, */
+	int32		capacity;		/* for inspection */
 	int64		window_start;
-	int64		window_end;
+	int64		window_end;		/* derivable; kept for inspection and reclaim */
 	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
 } FwCounter;
 
@@ -123,14 +125,24 @@ fw_bucket_count(void)
 	return n;
 }
 
+/* The header, then the buckets, then the slots, in one allocation. */
+static Size
+fw_buckets_offset(void)
+{
+	return MAXALIGN(sizeof(FwShared));
+}
+
+static Size
+fw_slots_offset(void)
+{
+	return add_size(fw_buckets_offset(),
+					MAXALIGN(mul_size(fw_bucket_count(), sizeof(uint32))));
+}
+
 static Size
 fw_shmem_size(void)
 {
-	Size		size = MAXALIGN(sizeof(FwShared));
-
-	size = add_size(size, MAXALIGN(mul_size(fw_bucket_count(), sizeof(uint32))));
-	size = add_size(size, mul_size(fw_max_counters, sizeof(FwSlot)));
-	return size;
+	return add_size(fw_slots_offset(), mul_size(fw_max_counters, sizeof(FwSlot)));
 }
 
 static void
@@ -147,24 +159,18 @@ fw_shmem_request(void)
 static void
 fw_shmem_startup(void)
 {
-	bool		found_shared;
-	bool		found_buckets;
-	bool		found_slots;
+	bool		found;
 
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
-	fw_shared = ShmemInitStruct("fixed_window", sizeof(FwShared), &found_shared);
-	fw_buckets = ShmemInitStruct("fixed_window buckets",
-								 mul_size(fw_bucket_count(), sizeof(uint32)),
-								 &found_buckets);
-	fw_slots = ShmemInitStruct("fixed_window counters",
-							   mul_size(fw_max_counters, sizeof(FwSlot)),
-							   &found_slots);
+	fw_shared = ShmemInitStruct("fixed_window", fw_shmem_size(), &found);
+	fw_buckets = (uint32 *) ((char *) fw_shared + fw_buckets_offset());
+	fw_slots = (FwSlot *) ((char *) fw_shared + fw_slots_offset());
 
-	if (!found_shared)
+	if (!found)
 	{
 		uint32		i;
 
@@ -227,14 +233,13 @@ fw_slots_needed(int len)
 
 /*
  * Take n slots off the free list, linked to each other through
- * overflow.next in list order; returns the first, or FW_NIL (taking none)
- * if fewer than n are free.
+ * overflow.next; returns the first, or FW_NIL (taking none) if fewer than n
+ * are free.  The spinlock is held only to pop one slot at a time.
  */
 static uint32
 fw_alloc_slots(uint32 n)
 {
-	uint32		first;
-	uint32		last;
+	uint32		first = FW_NIL;
 	uint32		i;
 
 	SpinLockAcquire(&fw_shared->mutex);
@@ -243,14 +248,22 @@ fw_alloc_slots(uint32 n)
 		SpinLockRelease(&fw_shared->mutex);
 		return FW_NIL;
 	}
-	first = last = fw_shared->free_head;
-	for (i = 1; i < n; i++)
-		last = fw_slots[last].overflow.next;
-	fw_shared->free_head = fw_slots[last].overflow.next;
-	fw_shared->nfree -= n;
+	fw_shared->nfree -= n;		/* reserve them all at once */
 	SpinLockRelease(&fw_shared->mutex);
 
-	fw_slots[last].overflow.next = FW_NIL;
+	for (i = 0; i < n; i++)
+	{
+		uint32		slot;
+
+		SpinLockAcquire(&fw_shared->mutex);
+		slot = fw_shared->free_head;
+		fw_shared->free_head = fw_slots[slot].overflow.next;
+		SpinLockRelease(&fw_shared->mutex);
+
+		/* build the chain backwards, so that "first" heads it */
+		fw_slots[slot].overflow.next = first;
+		first = slot;
+	}
 	return first;
 }
 

@@ -324,6 +324,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	}
 	else if (old->window_start == window_start)
 	{
+		/* the common case, the same window: no second index search */
 		k = k_now;
 		tokens = Min(old->tokens, limit->capacity);
 	}
@@ -335,9 +336,13 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 			return FW_STATUS_OUT_OF_RANGE;
 		if (k_old < k_now)
 		{
+			int64		elapsed;
+
+			/* more windows than 64 bits count certainly fill the counter */
+			if (pg_sub_s64_overflow(k_now, k_old, &elapsed))
+				elapsed = PG_INT64_MAX;
 			k = k_now;
-			tokens = refill(old->tokens, k_now - k_old, limit->rate,
-							limit->capacity);
+			tokens = refill(old->tokens, elapsed, limit->rate, limit->capacity);
 		}
 		else
 		{

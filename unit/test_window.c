@@ -622,6 +622,19 @@ test_decide_refill(void)
 	l.cost = PG_INT32_MAX;
 	DECIDE(&st, l.start);
 	CHECK_DEC(false, 0, PG_INT32_MAX, 1);
+
+	/*
+	 * A state left by a call with another grid, near the start of 64-bit
+	 * time: more than 2^63 one-microsecond windows have passed since.  The
+	 * count must not wrap: the counter refills to exactly the capacity.
+	 */
+	l = LIMIT(period(0, 0, 1), D(2000, 1, 1), 6, 10, 10);
+	st = (FwState) {PG_INT64_MIN + 1, PG_INT64_MIN + 2, 0};
+	DECIDE(&st, D(2026, 1, 1));
+	CHECK_DEC(true, 0, 0, 1);
+	l.cost = 1;
+	DECIDE(&st, D(2026, 1, 1));
+	CHECK_DEC(true, 9, 0, 1);
 }
 
 /* The clock going back never moves a counter to an older window. */

@@ -7,31 +7,46 @@ OBJS = \
 	src/guc.o \
 	src/limit.o \
 	src/shmem_store.o \
+	src/table_store.o \
 	src/window.o
 DATA = sql/fixed_window--1.0.sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_clock
+REGRESS_TABLE = fw_table
+ISOLATION_TABLE = fw_table_concurrent
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf
 ISOLATION = fw_concurrent
 ISOLATION_OPTS = --temp-instance=tmp_check_isolation --temp-config=$(srcdir)/test/preload.conf
 TAP_TESTS = 1
-EXTRA_CLEAN = tmp_check_regress tmp_check_isolation unit/test_window
+EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
+	tmp_check_isolation_table output_table output_iso_table unit/test_window
 
+PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 
-PG_CPPFLAGS = -I$(srcdir)/src
 
 # The test layers one by one (make installcheck runs the last three).
 installcheck-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
+# The same suites on the table backend, on a server without preload; plus
+# what only the table backend does.
+installcheck-regress-table:
+	$(pg_regress_installcheck) --temp-instance=tmp_check_regress_table \
+		--temp-config=$(srcdir)/test/table.conf --outputdir=output_table \
+		$(REGRESS) $(REGRESS_TABLE)
+installcheck-isolation-table:
+	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation_table \
+		--temp-config=$(srcdir)/test/table.conf --outputdir=output_iso_table \
+		$(ISOLATION_TABLE)
 installcheck-tap:
 	$(prove_installcheck)
 
@@ -48,7 +63,8 @@ all:
 	@false
 endif
 
-.PHONY: test demo bench unit installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench unit installcheck-regress installcheck-isolation installcheck-tap \
+	installcheck-regress-table installcheck-isolation-table
 
 # The quick-start commands set up whatever is missing, then run.
 test:

@@ -2,8 +2,10 @@
 # make test: every test layer, each on throwaway clusters of its own.
 #
 #   unit        C unit tests of the window arithmetic (no server)
-#   regress     pg_regress, SQL behaviour
+#   regress     pg_regress, SQL behaviour, shared-memory counters
+#   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
+#   isolation-table     transactions on the table backend
 #   tap         TAP tests (PostgreSQL::Test::Cluster), concurrency under load
 #
 # As root the tests run as the unprivileged "postgres" account in a private
@@ -33,7 +35,9 @@ layer() {
 
 layer unit unit
 layer regress installcheck-regress
+layer regress-table installcheck-regress-table
 layer isolation installcheck-isolation
+layer isolation-table installcheck-isolation-table
 layer tap installcheck-tap
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"

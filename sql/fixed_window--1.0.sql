@@ -42,3 +42,59 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION fw_check(text, text, integer, interval, timestamptz, integer, integer) IS
 'what fw_limit would answer now, without spending tokens or creating a counter';
+
+-- The table backend: one row per (name, key) of this database, with the
+-- state of its current window.  Unlogged: fast, not replicated, emptied by
+-- a crash.  Ordinary roles get no privilege on it; fw_limit and fw_check
+-- reach it from C by OID.
+CREATE UNLOGGED TABLE fw_counter (
+    name text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    window_start timestamptz NOT NULL,
+    window_end timestamptz NOT NULL,
+    tokens integer NOT NULL,
+    rate integer NOT NULL,
+    capacity integer NOT NULL,
+    fresh_from timestamptz,
+    fresh_until timestamptz,
+    CONSTRAINT fw_counter_pkey PRIMARY KEY (name, key)
+);
+REVOKE ALL ON fw_counter FROM PUBLIC;
+
+COMMENT ON TABLE fw_counter IS
+'counters of the table backend (fixed_window.storage = table, or auto without preload); fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it';
+
+CREATE FUNCTION fw_now()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'fw_now'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION fw_now() IS
+'the time fixed_window judges calls at: the real clock, or fixed_window.debug_now';
+
+CREATE FUNCTION fw_counter_lock(name text, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'fw_counter_lock'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION fw_counter_lock(text, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_counter_lock(text, text) IS
+'take the lock fw_limit takes on a key of the table backend, if free, until the end of the transaction (used by fw_gc)';
+
+CREATE FUNCTION fw_gc()
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH gone AS (
+        DELETE FROM @extschema@.fw_counter AS c
+        WHERE c.fresh_from <= @extschema@.fw_now()
+          AND (c.fresh_until IS NULL OR @extschema@.fw_now() < c.fresh_until)
+          AND @extschema@.fw_counter_lock(c.name, c.key)
+        RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+REVOKE ALL ON FUNCTION fw_gc() FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_gc() IS
+'delete the rows of the table backend that answer as no row would (their window has passed); returns how many';

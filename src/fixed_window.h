@@ -25,7 +25,16 @@ typedef struct FwIdentity
 	const char *key;
 	int			key_len;
 	uint32		hash;			/* of all three, to find the counter */
+	uint64		hash64;			/* of name and key: phases and key locks */
 } FwIdentity;
+
+/* fixed_window.storage */
+typedef enum FwStorage
+{
+	FW_STORAGE_AUTO,			/* shared memory if preloaded, else the table */
+	FW_STORAGE_SHMEM,
+	FW_STORAGE_TABLE
+} FwStorage;
 
 /* How applying a call to a store ended. */
 typedef enum FwApplyResult
@@ -35,8 +44,12 @@ typedef enum FwApplyResult
 	FW_APPLY_FULL				/* no room for a new counter */
 } FwApplyResult;
 
+/* limit.c */
+extern uint64 fw_key_hash64(const char *name, int name_len, const char *key, int key_len);
+
 /* guc.c */
 extern int	fw_max_counters;
+extern int	fw_storage;
 extern void fw_define_gucs(void);
 extern TimestampTz fw_clock_now(void);
 
@@ -45,6 +58,10 @@ extern void fw_shmem_install_hooks(void);
 extern bool fw_shmem_available(void);
 extern void fw_shmem_prefetch(uint32 hash);
 extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
+									bool consume, FwDecision *decision);
+
+/* table_store.c */
+extern FwApplyResult fw_table_apply(const FwIdentity *id, const FwLimit *limit,
 									bool consume, FwDecision *decision);
 
 #endif							/* FIXED_WINDOW_H */

@@ -7,6 +7,7 @@
  */
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
@@ -15,6 +16,14 @@
 #include "fixed_window.h"
 
 int			fw_max_counters = 100000;
+int			fw_storage = FW_STORAGE_AUTO;
+
+static const struct config_enum_entry fw_storage_options[] = {
+	{"auto", FW_STORAGE_AUTO, false},
+	{"shmem", FW_STORAGE_SHMEM, false},
+	{"table", FW_STORAGE_TABLE, false},
+	{NULL, 0, false}
+};
 
 static char *fw_debug_now_text = NULL;
 static bool fw_debug_now_set = false;
@@ -99,6 +108,19 @@ fw_clock_now(void)
 	return GetCurrentTimestamp();
 }
 
+PG_FUNCTION_INFO_V1(fw_now);
+
+/*
+ * fw_now() returns timestamptz
+ *
+ * The time calls are judged at now, for scheduling fw_gc() and for tests.
+ */
+Datum
+fw_now(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(fw_clock_now());
+}
+
 void
 fw_define_gucs(void)
 {
@@ -111,6 +133,20 @@ fw_define_gucs(void)
 							   PGC_SUSET,
 							   GUC_NOT_IN_SAMPLE,
 							   fw_check_debug_now, fw_assign_debug_now, NULL);
+
+	/*
+	 * Superuser only: a role that could switch storage would get fresh
+	 * counters and escape its limits.
+	 */
+	DefineCustomEnumVariable("fixed_window.storage",
+							 "Chooses where counters live: shared memory or an unlogged table.",
+							 "auto means shared memory when the library is preloaded, the table otherwise.",
+							 &fw_storage,
+							 FW_STORAGE_AUTO,
+							 fw_storage_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	/* settings of shared memory can only be defined while preloading */
 	if (process_shared_preload_libraries_in_progress)

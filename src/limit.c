@@ -84,6 +84,18 @@ fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
 				 errhint("Pass a shorter value, for example a digest such as md5() of it.")));
 }
 
+/*
+ * The 64-bit hash of a limit name and key: the phase of start => NULL, and
+ * the key lock of the table backend.  Stable for a given server build.
+ */
+uint64
+fw_key_hash64(const char *name, int name_len, const char *key, int key_len)
+{
+	uint64		seed = hash_bytes_extended((const unsigned char *) name, name_len, 0);
+
+	return hash_bytes_extended((const unsigned char *) key, key_len, seed);
+}
+
 /* Read and check the limit's arguments into *limit and *id. */
 static void
 fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
@@ -98,6 +110,7 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 							hash_combine(hash_bytes((const unsigned char *) id->name, id->name_len),
 										 hash_bytes((const unsigned char *) id->key, id->key_len)));
 	fw_shmem_prefetch(id->hash);
+	id->hash64 = fw_key_hash64(id->name, id->name_len, id->key, id->key_len);
 
 	fw_require_arg(fcinfo, ARG_RATE);
 	fw_require_arg(fcinfo, ARG_PERIOD);
@@ -162,12 +175,7 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 
 	if (phase_start)
 	{
-		uint64		seed = hash_bytes_extended((const unsigned char *) id->name,
-											   id->name_len, 0);
-		uint64		hash = hash_bytes_extended((const unsigned char *) id->key,
-											   id->key_len, seed);
-
-		if (fw_phase_start(&limit->period, hash, &limit->start) != FW_STATUS_OK)
+		if (fw_phase_start(&limit->period, id->hash64, &limit->start) != FW_STATUS_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("period is too long to derive a start from the key")));
@@ -341,6 +349,21 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 	return PointerGetDatum(row);
 }
 
+/* Where counters live, by fixed_window.storage. */
+static bool
+fw_use_shmem(void)
+{
+	if (fw_storage == FW_STORAGE_TABLE)
+		return false;
+	if (fw_storage == FW_STORAGE_SHMEM && !fw_shmem_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("fixed_window must be loaded via shared_preload_libraries to keep counters in shared memory"),
+				 errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server, "
+						 "or set fixed_window.storage to auto or table.")));
+	return fw_shmem_available();
+}
+
 static Datum
 fw_call(FunctionCallInfo fcinfo, bool consume)
 {
@@ -355,13 +378,10 @@ fw_call(FunctionCallInfo fcinfo, bool consume)
 	if (fcinfo->flinfo->fn_extra == NULL)
 		fcinfo->flinfo->fn_extra = fw_result_cache(fcinfo);
 
-	if (!fw_shmem_available())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("fixed_window must be loaded via shared_preload_libraries"),
-				 errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server.")));
-
-	result = fw_shmem_apply(&id, &limit, consume, &decision);
+	if (fw_use_shmem())
+		result = fw_shmem_apply(&id, &limit, consume, &decision);
+	else
+		result = fw_table_apply(&id, &limit, consume, &decision);
 
 	if (result == FW_APPLY_OUT_OF_RANGE)
 		ereport(ERROR,

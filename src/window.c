@@ -377,6 +377,20 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 			return FW_STATUS_OUT_OF_RANGE;
 	}
 
+	/*
+	 * Without rollover, any counter whose window has ended refills to rate
+	 * tokens: the same as a new key.  With rollover, only an empty counter
+	 * is, for exactly one window; one holding tokens has more than rate
+	 * from the next window on, and forgetting it would change answers.
+	 */
+	decision->fresh_from = 0;
+	decision->fresh_until = PG_INT64_MAX;
+	if (limit->capacity == limit->rate)
+		decision->fresh_from = window_end;
+	else if (tokens == 0 && k < PG_INT64_MAX - 1 &&
+			 fw_window_boundary(period, limit->start, k + 2, &decision->fresh_until) == FW_STATUS_OK)
+		decision->fresh_from = window_end;
+
 	decision->remaining = tokens;
 	decision->state.window_start = window_start;
 	decision->state.window_end = window_end;

@@ -58,6 +58,14 @@ typedef struct FwDecision
 	int64		retry_after;	/* microseconds until the cost is covered; 0 if ok */
 	int64		reset_after;	/* microseconds until the current window ends */
 	FwState		state;			/* counter state after this call */
+
+	/*
+	 * While fresh_from <= t < fresh_until, the counter left by this call
+	 * answers exactly as no counter would, and can be forgotten; 0 for
+	 * fresh_from means never, PG_INT64_MAX for fresh_until means forever.
+	 */
+	int64		fresh_from;
+	int64		fresh_until;
 } FwDecision;
 
 typedef enum FwStatus

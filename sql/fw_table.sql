@@ -1,0 +1,112 @@
+--
+-- fw_table: what only the table backend does.  Runs on a server without
+-- fixed_window preloaded, where storage "auto" means the table.
+--
+CREATE EXTENSION fixed_window;
+SET DateStyle = 'ISO, YMD';
+SET IntervalStyle = 'postgres';
+SET TimeZone = 'UTC';
+\set SHOW_CONTEXT never
+SET fixed_window.debug_now = '2026-04-01 12:00:00+00';
+SHOW fixed_window.storage;
+
+-- One row per (name, key), holding its current window.
+SELECT ok, remaining FROM fw_limit('t', 'k', 3, '1 minute');
+SELECT ok, remaining FROM fw_limit('t', 'k', 3, '1 minute');
+SELECT name, key, window_start, window_end, tokens, rate, capacity, fresh_from, fresh_until FROM fw_counter;
+-- fw_check creates nothing.
+SELECT ok, remaining FROM fw_check('t', 'other', 3, '1 minute');
+SELECT count(*) FROM fw_counter WHERE key = 'other';
+
+-- Transactional: what a rolled-back transaction spent is given back.
+BEGIN;
+SELECT ok, remaining FROM fw_limit('t', 'k', 3, '1 minute');
+SELECT ok, remaining FROM fw_limit('t', 'k', 3, '1 minute');
+ROLLBACK;
+SELECT ok, remaining FROM fw_check('t', 'k', 3, '1 minute', cost => 0);
+BEGIN;
+SELECT ok, remaining FROM fw_limit('t', 'new', 1, '1 minute');
+SAVEPOINT s;
+SELECT ok, remaining FROM fw_limit('t', 'new', 1, '1 minute', cost => 0);
+ROLLBACK TO SAVEPOINT s;
+SELECT ok, retry_after FROM fw_limit('t', 'new', 1, '1 minute');
+COMMIT;
+SELECT ok, retry_after FROM fw_check('t', 'new', 1, '1 minute');
+-- Many calls in one statement see each other.
+SELECT count(*) FILTER (WHERE (fw_limit('t', 'bulk', 250, '1 minute')).ok) FROM generate_series(1, 1000);
+
+-- A read-only transaction may look, not spend.
+BEGIN READ ONLY;
+SELECT ok FROM fw_check('t', 'k', 3, '1 minute');
+SELECT ok FROM fw_limit('t', 'k', 3, '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+
+-- Shared memory cannot be chosen without preloading.
+SET fixed_window.storage = shmem;
+SELECT fw_limit('t', 'k', 3, '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+RESET fixed_window.storage;
+
+-- Rows of past windows do not pile up: fw_gc() deletes those that answer as
+-- no row would.  1000 one-off keys with 1-second windows...
+SELECT count(*) FROM (SELECT fw_limit('churn', g::text, 5, '1 second') FROM generate_series(1, 1000) AS g) AS s;
+SELECT count(*) AS rows FROM fw_counter WHERE name = 'churn';
+SELECT fw_gc() AS removed_in_same_window;
+SET fixed_window.debug_now = '2026-04-01 12:00:01+00';
+SELECT fw_gc() AS removed_next_second;
+SELECT count(*) AS rows FROM fw_counter WHERE name = 'churn';
+-- ... and they answer as before: a fresh key.
+SELECT ok, remaining FROM fw_limit('churn', '1', 5, '1 second');
+-- With rollover, a row holding tokens is worth more than no row and stays;
+-- an empty one is like no row for exactly the next window.
+SELECT ok, remaining FROM fw_limit('roll', 'keeps', 5, '1 second', capacity => 10);
+SELECT ok, remaining FROM fw_limit('roll', 'empty', 5, '1 second', cost => 5, capacity => 10);
+SET fixed_window.debug_now = '2026-04-01 12:00:02.5+00';
+SELECT key FROM fw_counter WHERE name = 'roll' AND fresh_from <= fw_now() AND (fresh_until IS NULL OR fw_now() < fresh_until);
+SET fixed_window.debug_now = '2026-04-01 12:00:03.5+00';
+SELECT key FROM fw_counter WHERE name = 'roll' AND fresh_from <= fw_now() AND (fresh_until IS NULL OR fw_now() < fresh_until);
+SET fixed_window.debug_now = '2026-04-01 12:00:02.5+00';
+SELECT fw_gc() AS removed;
+SELECT name, key FROM fw_counter WHERE name IN ('roll', 'churn') ORDER BY key;
+
+-- Ordinary roles call the functions, on the extension's own table, and can
+-- do nothing else with it.
+CREATE ROLE fw_app;
+SET ROLE fw_app;
+SELECT ok, remaining FROM fw_limit('t', 'app', 2, '1 minute');
+SELECT * FROM fw_counter;
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO fw_counter VALUES ('t', 'app', now(), now(), 100, 100, 100);
+\echo :LAST_ERROR_SQLSTATE
+UPDATE fw_counter SET tokens = 100;
+\echo :LAST_ERROR_SQLSTATE
+DELETE FROM fw_counter;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fw_gc();
+\echo :LAST_ERROR_SQLSTATE
+SELECT fw_counter_lock('t', 'app');
+\echo :LAST_ERROR_SQLSTATE
+SET fixed_window.storage = shmem;
+\echo :LAST_ERROR_SQLSTATE
+-- A look-alike table earlier in the search_path changes nothing.
+CREATE TEMP TABLE fw_counter (name text, key text, window_start timestamptz, window_end timestamptz,
+    tokens integer, rate integer, capacity integer, fresh_from timestamptz, fresh_until timestamptz);
+SET search_path = pg_temp, public;
+SELECT ok, remaining FROM fw_limit('t', 'app', 2, '1 minute');
+SELECT ok, remaining FROM fw_limit('t', 'app', 2, '1 minute');
+SELECT count(*) AS temp_rows FROM pg_temp.fw_counter;
+RESET search_path;
+RESET ROLE;
+DROP ROLE fw_app;
+SELECT tokens FROM fw_counter WHERE key = 'app';
+
+DROP EXTENSION fixed_window;
+-- Without the extension in the database, the table backend says so.
+CREATE TYPE fw_result AS (ok boolean, retry_after interval, remaining integer, reset_after interval);
+CREATE FUNCTION fw_limit_orphan(text, text, integer, interval, timestamptz, integer, integer)
+RETURNS fw_result AS 'fixed_window', 'fw_limit' LANGUAGE C;
+SELECT * FROM fw_limit_orphan('t', 'k', 1, '1 minute', '1970-01-01+00', 1, NULL);
+\echo :LAST_ERROR_SQLSTATE
+DROP FUNCTION fw_limit_orphan;
+DROP TYPE fw_result;

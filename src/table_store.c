@@ -1,0 +1,314 @@
+/*-------------------------------------------------------------------------
+ *
+ * table_store.c
+ *	  Counters in an unlogged table: works without preloading, and is
+ *	  transactional.
+ *
+ * The table fw_counter, in the extension's schema, holds one row per
+ * (name, key) of the current database with the state of its current
+ * window.  The functions reach it directly through the heap and its primary
+ * key index, by OID, not through SQL: no planning per call, no privilege
+ * on the table needed by the caller (ordinary roles are granted nothing on
+ * it), and no search_path involved.
+ *
+ * Locking.  A call that spends first takes a transaction-level advisory
+ * lock on the 64-bit hash of (name, key) -- an ordinary heavyweight lock,
+ * shown in pg_locks with objsubid FW_LOCKTAG_FIELD4 -- then reads the row
+ * with the latest snapshot, reads the clock, decides, and updates or
+ * inserts the row.  The lock is held until the transaction ends, so two
+ * transactions on one key serialize: the second waits for the first to
+ * commit or abort and is judged on what it left; a rollback takes back
+ * what the transaction spent.  Keys whose hashes differ never wait for each
+ * other.  fw_gc() takes the same lock, without waiting, before deleting a
+ * row.  fw_check takes no lock and writes nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "fixed_window.h"
+
+#define FW_TABLE			"fw_counter"
+#define FW_TABLE_PKEY		"fw_counter_pkey"
+#define FW_LOCKTAG_FIELD4	18007	/* "FW"; pg_advisory_* use 1 and 2 */
+
+/* The columns of fw_counter, in order. */
+enum
+{
+	COL_NAME,
+	COL_KEY,
+	COL_WINDOW_START,
+	COL_WINDOW_END,
+	COL_TOKENS,
+	COL_RATE,
+	COL_CAPACITY,
+	COL_FRESH_FROM,
+	COL_FRESH_UNTIL,
+	FW_TABLE_NATTS
+};
+
+static const Oid fw_table_types[FW_TABLE_NATTS] = {
+	TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID
+};
+
+/* The extension's schema in this database, found once per backend. */
+static Oid	fw_table_namespace = InvalidOid;
+
+PG_FUNCTION_INFO_V1(fw_counter_lock);
+
+static void
+fw_reinstall_error(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the counter table of fixed_window is %s", what),
+			 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
+}
+
+/* The schema of an extension (get_extension_schema is exported from 16 on). */
+static Oid
+fw_extension_schema(Oid extension)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			schema = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return schema;
+}
+
+/* Find fw_counter and its primary key in the extension's schema. */
+static void
+fw_table_find(Oid *relid, Oid *indexid)
+{
+	int			attempt;
+
+	for (attempt = 0; attempt < 2; attempt++)
+	{
+		/* the schema found earlier may be gone with a dropped extension */
+		if (!OidIsValid(fw_table_namespace) || attempt > 0)
+		{
+			Oid			extension = get_extension_oid("fixed_window", true);
+
+			if (!OidIsValid(extension))
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("extension \"fixed_window\" is not installed in this database"),
+						 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+			fw_table_namespace = fw_extension_schema(extension);
+		}
+		*relid = get_relname_relid(FW_TABLE, fw_table_namespace);
+		*indexid = get_relname_relid(FW_TABLE_PKEY, fw_table_namespace);
+		if (OidIsValid(*relid) && OidIsValid(*indexid))
+			return;
+	}
+	fw_reinstall_error("missing");
+}
+
+static void
+fw_table_check_columns(Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	int			i;
+
+	if (tupdesc->natts != FW_TABLE_NATTS)
+		fw_reinstall_error("altered");
+	for (i = 0; i < FW_TABLE_NATTS; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped || att->atttypid != fw_table_types[i])
+			fw_reinstall_error("altered");
+	}
+}
+
+static void
+fw_key_locktag(LOCKTAG *tag, uint64 hash64)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash64 >> 32),
+						 (uint32) hash64, FW_LOCKTAG_FIELD4);
+}
+
+static void
+fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
+				Datum name, Datum key)
+{
+	Datum		values[2] = {name, key};
+	bool		isnull[2] = {false, false};
+
+	index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
+#if PG_VERSION_NUM >= 140000
+				 false,
+#endif
+				 BuildIndexInfo(index));
+}
+
+/*
+ * Apply one call to the row of id, as fw_shmem_apply does to a counter in
+ * shared memory: decide it on the state found (none for a new key) at the
+ * time read after the key's lock is held and, when consume is true, store
+ * the state after it.
+ */
+FwApplyResult
+fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
+			   FwDecision *decision)
+{
+	LOCKMODE	lockmode = consume ? RowExclusiveLock : AccessShareLock;
+	Oid			relid;
+	Oid			indexid;
+	Relation	rel;
+	Relation	index;
+	Snapshot	snapshot;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	Datum		name;
+	Datum		key;
+	bool		found;
+	ItemPointerData tid;
+	FwState		state;
+	FwApplyResult result = FW_APPLY_OK;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("fixed_window cannot keep counters in its table on a standby"),
+				 errdetail("A standby cannot write, and its unlogged tables are empty."),
+				 errhint("Preload fixed_window on the standby and set fixed_window.storage to auto or shmem: "
+						 "shared-memory counters work there, local to the standby.")));
+	if (consume && XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("fw_limit cannot spend tokens in a read-only transaction"),
+				 errhint("fw_check answers without spending.")));
+
+	fw_table_find(&relid, &indexid);
+	rel = table_open(relid, lockmode);
+	index = index_open(indexid, lockmode);
+	fw_table_check_columns(rel);
+
+	if (consume)
+	{
+		LOCKTAG		tag;
+
+		fw_key_locktag(&tag, id->hash64);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	}
+
+	/* the latest snapshot: what transactions that held the lock left */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	name = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
+	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
+	ScanKeyInit(&keys[0], COL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, name);
+	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
+
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, index, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		bool		isnull;
+
+		tid = slot->tts_tid;
+		state.window_start = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_START + 1, &isnull));
+		state.window_end = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_END + 1, &isnull));
+		state.tokens = DatumGetInt32(slot_getattr(slot, COL_TOKENS + 1, &isnull));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+
+	if (fw_decide(limit, found ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
+		result = FW_APPLY_OUT_OF_RANGE;
+	else if (consume)
+	{
+		Datum		values[FW_TABLE_NATTS];
+		bool		nulls[FW_TABLE_NATTS] = {false};
+		HeapTuple	tuple;
+
+		values[COL_NAME] = name;
+		values[COL_KEY] = key;
+		values[COL_WINDOW_START] = TimestampTzGetDatum(decision->state.window_start);
+		values[COL_WINDOW_END] = TimestampTzGetDatum(decision->state.window_end);
+		values[COL_TOKENS] = Int32GetDatum(decision->state.tokens);
+		values[COL_RATE] = Int32GetDatum(limit->rate);
+		values[COL_CAPACITY] = Int32GetDatum(limit->capacity);
+		values[COL_FRESH_FROM] = TimestampTzGetDatum(decision->fresh_from);
+		nulls[COL_FRESH_FROM] = (decision->fresh_from == 0);
+		values[COL_FRESH_UNTIL] = TimestampTzGetDatum(decision->fresh_until);
+		nulls[COL_FRESH_UNTIL] = (decision->fresh_until == PG_INT64_MAX);
+
+		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+		if (found)
+		{
+			simple_heap_update(rel, &tid, tuple);
+			if (!HeapTupleIsHeapOnly(tuple))
+				fw_index_insert(rel, index, tuple, name, key);
+		}
+		else
+		{
+			simple_heap_insert(rel, tuple);
+			fw_index_insert(rel, index, tuple, name, key);
+		}
+		/* let later calls of this transaction see the row */
+		CommandCounterIncrement();
+	}
+
+	UnregisterSnapshot(snapshot);
+	index_close(index, NoLock);
+	table_close(rel, NoLock);
+	return result;
+}
+
+/*
+ * fw_counter_lock(name text, key text) returns boolean
+ *
+ * Take the lock fw_limit takes on a key of the table backend, if no one
+ * holds it, until the end of the transaction; for fw_gc().
+ */
+Datum
+fw_counter_lock(PG_FUNCTION_ARGS)
+{
+	text	   *name = PG_GETARG_TEXT_PP(0);
+	text	   *key = PG_GETARG_TEXT_PP(1);
+	LOCKTAG		tag;
+
+	fw_key_locktag(&tag, fw_key_hash64(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
+									   VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
+	PG_RETURN_BOOL(LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL);
+}

@@ -1,0 +1,53 @@
+# On a hot standby: shared-memory counters keep working, local to the
+# standby; the table backend fails with a clear error saying the standby
+# cannot write.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'fixed_window'
+fixed_window.max_counters = 1000
+});
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
+$primary->safe_psql('postgres', "SELECT fw_limit('api', 'k', 5, '1 hour')");
+
+$primary->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+$standby->start;
+$primary->wait_for_catchup($standby);
+
+is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'standby is in recovery');
+
+# Shared memory: counters of the standby's own, starting fresh.
+is( $standby->safe_psql('postgres', q{
+	SELECT string_agg(ok || ':' || remaining, ' ')
+	FROM generate_series(1, 3) AS g,
+		LATERAL fw_limit('api', 'k', 2, '1 hour', cost => 1 + 0 * g)}),
+	'true:1 true:0 false:0',
+	'shared-memory counters work on the standby');
+is($primary->safe_psql('postgres', "SELECT remaining FROM fw_check('api', 'k', 5, '1 hour', cost => 0)"),
+	'4', 'the primary keeps its own counters');
+
+# The table backend cannot write on a standby.
+my ($ret, $stdout, $stderr) = $standby->psql('postgres',
+	"\\set VERBOSITY verbose\nSET fixed_window.storage = 'table';\nSELECT * FROM fw_limit('api', 'k', 5, '1 hour')");
+isnt($ret, 0, 'the table backend fails on the standby');
+like($stderr, qr/ERROR:  25006: fixed_window cannot keep counters in its table on a standby/,
+	'with SQLSTATE 25006 and a clear message');
+like($stderr, qr/HINT:  Preload fixed_window on the standby/, 'and a hint');
+
+($ret, $stdout, $stderr) = $standby->psql('postgres',
+	"SET fixed_window.storage = 'table';\nSELECT * FROM fw_check('api', 'k', 5, '1 hour')");
+like($stderr, qr/cannot keep counters in its table on a standby/, 'fw_check says the same');
+
+$standby->stop;
+$primary->stop;
+done_testing();

@@ -11,16 +11,18 @@
  * on the table needed by the caller (ordinary roles are granted nothing on
  * it), and no search_path involved.
  *
- * Locking.  A call that spends first takes a transaction-level advisory
+ * Locking.  A call that spends locks its key's row as SELECT ... FOR NO
+ * KEY UPDATE would, then reads the clock, decides and updates the row.
+ * The lock is held until the transaction ends, so two transactions on one
+ * key serialize: the second waits for the first to commit or abort and is
+ * judged on what it left; a rollback takes back what the transaction
+ * spent.  A key with no row is created under a transaction-level advisory
  * lock on the 64-bit hash of (name, key) -- an ordinary heavyweight lock,
- * shown in pg_locks with objsubid FW_LOCKTAG_FIELD4 -- then reads the row
- * with the latest snapshot, reads the clock, decides, and updates or
- * inserts the row.  The lock is held until the transaction ends, so two
- * transactions on one key serialize: the second waits for the first to
- * commit or abort and is judged on what it left; a rollback takes back
- * what the transaction spent.  Keys whose hashes differ never wait for each
- * other.  fw_gc() takes the same lock, without waiting, before deleting a
- * row.  fw_check takes no lock and writes nothing.
+ * shown in pg_locks with objsubid FW_LOCKTAG_FIELD4 -- so that two
+ * transactions never both create it.  fw_gc() takes that lock, without
+ * waiting, before deleting a row.  Different keys never wait for each
+ * other (unless their 64-bit hashes collide, which only adds a wait).
+ * fw_check takes no lock and writes nothing.
  *
  *-------------------------------------------------------------------------
  */
@@ -179,6 +181,79 @@ fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
 }
 
 /*
+ * Fetch the row of the scan keys into slot, as committed transactions and
+ * this one left it: SnapshotSelf sees the one version that is neither
+ * deleted by a committed transaction nor inserted by an aborted or running
+ * one, this transaction's earlier calls included, and needs no snapshot of
+ * the running transactions.
+ */
+static bool
+fw_table_fetch(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot)
+{
+	IndexScanDesc scan = index_beginscan(rel, index, SnapshotSelf, 2, 0);
+	bool		found;
+
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	return found;
+}
+
+/*
+ * Lock the row fetched into slot, waiting for a transaction that holds it,
+ * and put its latest version into slot; or, when there is no row, take the
+ * key's lock so that only this transaction can create it.  Returns whether
+ * a row is there, locked.
+ *
+ * A row is locked like SELECT ... FOR NO KEY UPDATE: writers of one key
+ * wait for each other until commit or abort.  A row deleted meanwhile (by
+ * fw_gc) sends the call to the creating path.
+ */
+static bool
+fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
+			  bool found, uint64 hash64)
+{
+	bool		key_locked = false;
+	int			attempt;
+
+	for (attempt = 0; attempt < 3; attempt++)
+	{
+		if (found)
+		{
+			TM_FailureData tmfd;
+			TM_Result	tm;
+
+			tm = table_tuple_lock(rel, &slot->tts_tid, SnapshotSelf, slot,
+								  GetCurrentCommandId(true), LockTupleNoKeyExclusive,
+								  LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+								  &tmfd);
+			if (tm == TM_Ok)
+				return true;
+			if (tm != TM_Deleted)
+				break;
+		}
+		else if (key_locked)
+			return false;		/* no row, and no one else may create it */
+
+		if (!key_locked)
+		{
+			LOCKTAG		tag;
+
+			fw_key_locktag(&tag, hash64);
+			(void) LockAcquire(&tag, ExclusiveLock, false, false);
+			key_locked = true;
+		}
+		found = fw_table_fetch(rel, index, keys, slot);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not lock the counter row of a rate limit"),
+			 errdetail("The row kept changing while the call waited for it."),
+			 errhint("Retry the transaction.")));
+	return false;				/* keep compiler quiet */
+}
+
+/*
  * Apply one call to the row of id, as fw_shmem_apply does to a counter in
  * shared memory: decide it on the state found (none for a new key) at the
  * time read after the key's lock is held and, when consume is true, store
@@ -193,9 +268,7 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	Oid			indexid;
 	Relation	rel;
 	Relation	index;
-	Snapshot	snapshot;
 	ScanKeyData keys[2];
-	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	Datum		name;
 	Datum		key;
@@ -222,25 +295,15 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	index = index_open(indexid, lockmode);
 	fw_table_check_columns(rel);
 
-	if (consume)
-	{
-		LOCKTAG		tag;
-
-		fw_key_locktag(&tag, id->hash64);
-		(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	}
-
-	/* the latest snapshot: what transactions that held the lock left */
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	name = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
 	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
 	ScanKeyInit(&keys[0], COL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, name);
 	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
-
 	slot = table_slot_create(rel, NULL);
-	scan = index_beginscan(rel, index, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+
+	found = fw_table_fetch(rel, index, keys, slot);
+	if (consume)
+		found = fw_table_lock(rel, index, keys, slot, found, id->hash64);
 	if (found)
 	{
 		bool		isnull;
@@ -250,7 +313,6 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		state.window_end = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_END + 1, &isnull));
 		state.tokens = DatumGetInt32(slot_getattr(slot, COL_TOKENS + 1, &isnull));
 	}
-	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 
 	if (fw_decide(limit, found ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
@@ -289,7 +351,6 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		CommandCounterIncrement();
 	}
 
-	UnregisterSnapshot(snapshot);
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return result;

@@ -72,15 +72,6 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION fw_now() IS
 'the time fixed_window judges calls at: the real clock, or fixed_window.debug_now';
 
-CREATE FUNCTION fw_counter_lock(name text, key text)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'fw_counter_lock'
-LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE ALL ON FUNCTION fw_counter_lock(text, text) FROM PUBLIC;
-
-COMMENT ON FUNCTION fw_counter_lock(text, text) IS
-'take the lock fw_limit takes on a key of the table backend, if free, until the end of the transaction (used by fw_gc)';
-
 CREATE FUNCTION fw_gc()
 RETURNS bigint
 LANGUAGE sql VOLATILE SECURITY DEFINER
@@ -90,7 +81,6 @@ AS $$
         DELETE FROM @extschema@.fw_counter AS c
         WHERE c.fresh_from <= @extschema@.fw_now()
           AND (c.fresh_until IS NULL OR @extschema@.fw_now() < c.fresh_until)
-          AND @extschema@.fw_counter_lock(c.name, c.key)
         RETURNING 1)
     SELECT count(*) FROM gone
 $$;

@@ -34,6 +34,8 @@ COMMIT;
 SELECT ok, retry_after FROM fw_check('t', 'new', 1, '1 minute');
 -- Many calls in one statement see each other.
 SELECT count(*) FILTER (WHERE (fw_limit('t', 'bulk', 250, '1 minute')).ok) FROM generate_series(1, 1000);
+-- One transaction may create any number of counters (no lock piles up).
+SELECT count(*) FILTER (WHERE (fw_limit('t', 'many-' || g, 1, '1 minute')).ok) FROM generate_series(1, 20000) AS g;
 
 -- A read-only transaction may look, not spend.
 BEGIN READ ONLY;
@@ -84,8 +86,6 @@ UPDATE fw_counter SET tokens = 100;
 DELETE FROM fw_counter;
 \echo :LAST_ERROR_SQLSTATE
 SELECT fw_gc();
-\echo :LAST_ERROR_SQLSTATE
-SELECT fw_counter_lock('t', 'app');
 \echo :LAST_ERROR_SQLSTATE
 SET fixed_window.storage = shmem;
 \echo :LAST_ERROR_SQLSTATE

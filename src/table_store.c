@@ -16,12 +16,12 @@
  * The lock is held until the transaction ends, so two transactions on one
  * key serialize: the second waits for the first to commit or abort and is
  * judged on what it left; a rollback takes back what the transaction
- * spent.  A key with no row is created under a transaction-level advisory
- * lock on the 64-bit hash of (name, key) -- an ordinary heavyweight lock,
- * shown in pg_locks with objsubid FW_LOCKTAG_FIELD4 -- so that two
- * transactions never both create it.  fw_gc() takes that lock, without
- * waiting, before deleting a row.  Different keys never wait for each
- * other (unless their 64-bit hashes collide, which only adds a wait).
+ * spent.  A key with no row is created under an advisory lock on the
+ * 64-bit hash of (name, key) -- an ordinary heavyweight lock, shown in
+ * pg_locks with objsubid FW_LOCKTAG_FIELD4, held only until the row is
+ * inserted -- so that two transactions never both create it.  Different
+ * keys never wait for each other (unless their 64-bit hashes collide,
+ * which only adds a short wait).
  * fw_check takes no lock and writes nothing.
  *
  *-------------------------------------------------------------------------
@@ -81,8 +81,6 @@ static const Oid fw_table_types[FW_TABLE_NATTS] = {
 
 /* The extension's schema in this database, found once per backend. */
 static Oid	fw_table_namespace = InvalidOid;
-
-PG_FUNCTION_INFO_V1(fw_counter_lock);
 
 static void
 fw_reinstall_error(const char *what)
@@ -181,16 +179,17 @@ fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
 }
 
 /*
- * Fetch the row of the scan keys into slot, as committed transactions and
- * this one left it: SnapshotSelf sees the one version that is neither
- * deleted by a committed transaction nor inserted by an aborted or running
- * one, this transaction's earlier calls included, and needs no snapshot of
- * the running transactions.
+ * Fetch the row of the scan keys into slot, as seen by snapshot.
+ * SnapshotSelf sees the version that is neither deleted by a committed
+ * transaction nor inserted by an aborted or running one, this transaction's
+ * earlier calls included, and needs no snapshot of the running
+ * transactions; a dirty snapshot also sees rows being created.
  */
 static bool
-fw_table_fetch(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot)
+fw_table_fetch(Relation rel, Relation index, ScanKey keys, Snapshot snapshot,
+			   TupleTableSlot *slot)
 {
-	IndexScanDesc scan = index_beginscan(rel, index, SnapshotSelf, 2, 0);
+	IndexScanDesc scan = index_beginscan(rel, index, snapshot, 2, 0);
 	bool		found;
 
 	index_rescan(scan, keys, 2, NULL, 0);
@@ -202,22 +201,26 @@ fw_table_fetch(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot)
 /*
  * Lock the row fetched into slot, waiting for a transaction that holds it,
  * and put its latest version into slot; or, when there is no row, take the
- * key's lock so that only this transaction can create it.  Returns whether
- * a row is there, locked.
+ * key's creation lock (*create_lock) so that only this transaction creates
+ * it.  Returns whether a row is there, locked.
  *
  * A row is locked like SELECT ... FOR NO KEY UPDATE: writers of one key
- * wait for each other until commit or abort.  A row deleted meanwhile (by
- * fw_gc) sends the call to the creating path.
+ * wait for each other until commit or abort, and hold no lock table entry
+ * for it.  The creation lock is held only until the row is inserted: a
+ * creator that comes later sees the new row through a dirty snapshot and
+ * waits for the transaction that inserted it, as a unique index would.
  */
 static bool
 fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
-			  bool found, uint64 hash64)
+			  bool found, LOCKTAG *create_lock)
 {
-	bool		key_locked = false;
 	int			attempt;
 
-	for (attempt = 0; attempt < 3; attempt++)
+	for (attempt = 0; attempt < 10; attempt++)
 	{
+		SnapshotData dirty;
+		TransactionId wait_for;
+
 		if (found)
 		{
 			TM_FailureData tmfd;
@@ -231,19 +234,20 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 				return true;
 			if (tm != TM_Deleted)
 				break;
+			/* deleted by fw_gc meanwhile: create it anew */
 		}
-		else if (key_locked)
-			return false;		/* no row, and no one else may create it */
 
-		if (!key_locked)
-		{
-			LOCKTAG		tag;
+		(void) LockAcquire(create_lock, ExclusiveLock, false, false);
+		InitDirtySnapshot(dirty);
+		if (!fw_table_fetch(rel, index, keys, &dirty, slot))
+			return false;		/* create it, then release the lock */
+		LockRelease(create_lock, ExclusiveLock, false);
 
-			fw_key_locktag(&tag, hash64);
-			(void) LockAcquire(&tag, ExclusiveLock, false, false);
-			key_locked = true;
-		}
-		found = fw_table_fetch(rel, index, keys, slot);
+		/* a row is there, or being created or deleted: wait for its writer */
+		wait_for = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		if (TransactionIdIsValid(wait_for))
+			XactLockTableWait(wait_for, rel, &slot->tts_tid, XLTW_Lock);
+		found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -270,6 +274,7 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	Relation	index;
 	ScanKeyData keys[2];
 	TupleTableSlot *slot;
+	LOCKTAG		create_lock;
 	Datum		name;
 	Datum		key;
 	bool		found;
@@ -301,9 +306,12 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
 	slot = table_slot_create(rel, NULL);
 
-	found = fw_table_fetch(rel, index, keys, slot);
+	found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
 	if (consume)
-		found = fw_table_lock(rel, index, keys, slot, found, id->hash64);
+	{
+		fw_key_locktag(&create_lock, id->hash64);
+		found = fw_table_lock(rel, index, keys, slot, found, &create_lock);
+	}
 	if (found)
 	{
 		bool		isnull;
@@ -346,6 +354,7 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		{
 			simple_heap_insert(rel, tuple);
 			fw_index_insert(rel, index, tuple, name, key);
+			LockRelease(&create_lock, ExclusiveLock, false);
 		}
 		/* let later calls of this transaction see the row */
 		CommandCounterIncrement();
@@ -354,22 +363,4 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return result;
-}
-
-/*
- * fw_counter_lock(name text, key text) returns boolean
- *
- * Take the lock fw_limit takes on a key of the table backend, if no one
- * holds it, until the end of the transaction; for fw_gc().
- */
-Datum
-fw_counter_lock(PG_FUNCTION_ARGS)
-{
-	text	   *name = PG_GETARG_TEXT_PP(0);
-	text	   *key = PG_GETARG_TEXT_PP(1);
-	LOCKTAG		tag;
-
-	fw_key_locktag(&tag, fw_key_hash64(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-									   VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
-	PG_RETURN_BOOL(LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL);
 }

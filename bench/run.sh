@@ -1,109 +1,189 @@
 #!/usr/bin/env bash
-# make bench: fixed_window against its baselines, measured in one run on
-# one machine.  Prints a markdown table and writes bench/results/latest.md.
+# make bench: fixed_window against its alternatives, measured side by side in
+# one run on one machine.  Prints a markdown table and writes it to
+# bench/results/latest.md.
 #
-# Every figure is the median of BENCH_RUNS runs, the runs of different rows
-# interleaved so that a slow moment of the machine does not land on one row.
-# Ratios compare rows of this run only.
+# Rows: the floor (SELECT 1); fw_limit on shared memory and on the table;
+# the PL/pgSQL recipe people write by hand (bench/recipe.sql); Redis running
+# the recipe's Lua script (bench/redis_fixed_window.lua) through
+# redis-benchmark; each on 10,000 random keys and on one hot key, with 8
+# and 32 clients.  Then one query making 1,000,000 calls against the same
+# query with hashtext(), and memory per counter.
+#
+# Every figure is the median of BENCH_RUNS runs; the runs of different rows
+# are interleaved so that a slow moment of the machine does not land on one
+# row.  Ratios compare rows of this run only.
 source "$(dirname "$0")/../scripts/lib.sh"
 
-RUNS=${BENCH_RUNS:-5}
+RUNS=${BENCH_RUNS:-3}
 SECONDS_PER_RUN=${BENCH_SECONDS:-3}
-CLIENTS=${BENCH_CLIENTS:-8}
+CLIENT_COUNTS=${BENCH_CLIENTS:-"8 32"}
+REDIS_PORT=${BENCH_REDIS_PORT:-6399}
+KEYS=10000
 
-fw_base_packages
+fw_base_packages redis-server redis-tools
 fw_build_install
 
 dir=$(fw_private_dir)
-trap 'fw_cluster_stop "$dir"; rm -rf "$dir"' EXIT
+cleanup() {
+    redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    fw_cluster_stop "$dir"
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
 fw_cluster_start "$dir" \
     "shared_preload_libraries = 'fixed_window'" \
     "fixed_window.max_counters = 200000" \
     "max_connections = 100" \
     "shared_buffers = 256MB"
-fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
+fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" >/dev/null
+
+fw_log "starting redis-server on 127.0.0.1:$REDIS_PORT"
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --daemonize yes --dir "$dir" --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
+for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+redis_sha=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$FW_ROOT/bench/redis_fixed_window.lua")")
 
 scripts=$dir/scripts
 mkdir -p "$scripts"
-cat >"$scripts/select1.sql" <<'SQL'
-SELECT 1;
-SQL
-cat >"$scripts/result_shape.sql" <<'SQL'
-\set k random(1, 10000)
-SELECT * FROM (VALUES (true, NULL::interval, :k, interval '00:30:00.123456'))
-    AS v(ok, retry_after, remaining, reset_after);
-SQL
-cat >"$scripts/shmem_random.sql" <<'SQL'
-\set k random(1, 10000)
-SELECT * FROM fw_limit('bench', :k::text, 1000000000, '1 hour');
-SQL
-cat >"$scripts/shmem_hot.sql" <<'SQL'
-SELECT * FROM fw_limit('bench', 'hot', 1000000000, '1 hour');
-SQL
-cat >"$scripts/bulk_hashtext.sql" <<'SQL'
-SELECT count(*) FROM generate_series(1, 1000000) g WHERE hashtext((g % 100000)::text) <> 0;
-SQL
-cat >"$scripts/bulk_shmem.sql" <<'SQL'
-SELECT count(*) FROM generate_series(1, 1000000) g WHERE (fw_limit('bulk', (g % 100000)::text, 1000000, '1 hour')).ok;
-SQL
+write_script() { printf '%s\n' "$2" >"$scripts/$1.sql"; }
+write_script select1 'SELECT 1;'
+write_script shape "\\set k random(1, $KEYS)
+SELECT * FROM (VALUES (true, NULL::interval, :k, interval '00:30:00.123456')) AS v(ok, retry_after, remaining, reset_after);"
+for storage in shmem table; do
+    write_script "${storage}_random" "\\set k random(1, $KEYS)
+SELECT * FROM fw_limit('bench', :k::text, 1000000000, '1 hour');"
+    write_script "${storage}_hot" "SELECT * FROM fw_limit('bench', 'hot', 1000000000, '1 hour');"
+done
+write_script recipe_random "\\set k random(1, $KEYS)
+SELECT recipe_limit('bench', :k::text, 1000000000, '1 hour');"
+write_script recipe_hot "SELECT recipe_limit('bench', 'hot', 1000000000, '1 hour');"
+write_script bulk_hashtext "SELECT count(*) FROM generate_series(1, 1000000) g WHERE hashtext((g % 100000)::text) <> 0;"
+for storage in shmem table; do
+    write_script "bulk_$storage" "SELECT count(*) FROM generate_series(1, 1000000) g WHERE (fw_limit('bulk', (g % 100000)::text, 1000000, '1 hour')).ok;"
+done
 [ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$scripts"
 
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-# pgbench TPS of one script: -M prepared, CLIENTS clients.
+# TPS of one row with a number of clients.
 tps() {
-    fw_as_user pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" \
-        -f "$scripts/$1.sql" 2>/dev/null | awk '/^tps/ {print $3}'
+    local row=$1 clients=$2
+    case $row in
+        redis_*)
+            local key='rl:hot' random=()
+            [ "$row" = redis_random ] && key='rl:__rand_int__' random=(-r "$KEYS")
+            redis-benchmark -p "$REDIS_PORT" -c "$clients" --threads 2 -n $((clients * 8000)) \
+                "${random[@]}" --csv EVALSHA "$redis_sha" 1 "$key" 3600 1000000000 |
+                awk -F'"' 'NR == 2 {print $4}'
+            ;;
+        *)
+            local storage=shmem
+            [[ $row = table_* ]] && storage=table
+            PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
+                pgbench -n -M prepared -c "$clients" -j 2 -T "$SECONDS_PER_RUN" \
+                -f "$scripts/$row.sql" 2>/dev/null | awk '/^tps/ {print $3}'
+            ;;
+    esac
 }
 
 # Milliseconds one bulk query takes.
 query_ms() {
-    fw_as_user psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
+    local storage=shmem
+    [ "$1" = bulk_table ] && storage=table
+    PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
+        psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
 }
+
+TPS_ROWS="select1 shape shmem_random shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+BULK_ROWS="bulk_hashtext bulk_shmem bulk_table"
 
 declare -A samples
 fw_log "warming up"
-query_ms bulk_shmem >/dev/null
-for row in select1 result_shape shmem_random shmem_hot; do tps "$row" >/dev/null; done
+for row in $TPS_ROWS; do tps "$row" 8 >/dev/null; done
+for row in $BULK_ROWS; do query_ms "$row" >/dev/null; done
 
 for run in $(seq "$RUNS"); do
     fw_log "run $run of $RUNS"
-    for row in select1 result_shape shmem_random shmem_hot; do
-        samples[$row]+="$(tps "$row") "
+    for clients in $CLIENT_COUNTS; do
+        for row in $TPS_ROWS; do
+            v=$(tps "$row" "$clients")
+            [ -n "$v" ] || { echo "no result for $row with $clients clients" >&2; exit 1; }
+            fw_log "$row, $clients clients: $v TPS"
+            samples[$row.$clients]+="$v "
+        done
     done
-    for row in bulk_hashtext bulk_shmem; do
-        samples[$row]+="$(query_ms "$row") "
+    for row in $BULK_ROWS; do
+        v=$(query_ms "$row")
+        [ -n "$v" ] || { echo "no result for $row" >&2; exit 1; }
+        fw_log "$row: $v ms"
+        samples[$row]+="$v "
     done
 done
-
 med() { printf '%s\n' ${samples[$1]} | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-select1=$(med select1)
+# Memory: shared memory per counter slot, and table bytes per live key.
+shmem_bytes=$(fw_as_user psql -X -At -c "SELECT allocated_size FROM pg_shmem_allocations WHERE name = 'fixed_window'")
+max_counters=$(fw_as_user psql -X -At -c "SHOW fixed_window.max_counters")
+table_stats=$(fw_as_user psql -X -q -At -F " " -c "VACUUM fw_counter" \
+    -c "SELECT pg_total_relation_size('fw_counter'), count(*) FROM fw_counter")
+read -r table_bytes table_rows <<<"$table_stats"
+
+label() {
+    case $1 in
+        select1) echo '`SELECT 1` (the floor)' ;;
+        shape) echo "fw_result's four columns from constants, no call" ;;
+        shmem_random) echo 'fw_limit, shared memory, 10,000 random keys' ;;
+        shmem_hot) echo 'fw_limit, shared memory, one hot key' ;;
+        table_random) echo 'fw_limit, table, 10,000 random keys' ;;
+        table_hot) echo 'fw_limit, table, one hot key' ;;
+        recipe_random) echo 'PL/pgSQL recipe, 10,000 random keys' ;;
+        recipe_hot) echo 'PL/pgSQL recipe, one hot key' ;;
+        redis_random) echo 'Redis + Lua (redis-benchmark), 10,000 random keys' ;;
+        redis_hot) echo 'Redis + Lua (redis-benchmark), one hot key' ;;
+        bulk_hashtext) echo '`hashtext()` in place of fw_limit' ;;
+        bulk_shmem) echo 'fw_limit, shared memory' ;;
+        bulk_table) echo 'fw_limit, table' ;;
+    esac
+}
+
 pg_version=$(fw_as_user psql -X -At -c 'SHOW server_version')
+redis_version=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 {
     echo "# fixed_window benchmark"
     echo
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo);" \
-         "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); PostgreSQL $pg_version." \
-         "Median of $RUNS runs; pgbench -M prepared, $CLIENTS clients, ${SECONDS_PER_RUN} s a run."
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores ($cpu), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo);" \
+         "PostgreSQL $pg_version; Redis $redis_version. Median of $RUNS runs of ${SECONDS_PER_RUN} s;" \
+         "pgbench -M prepared -j 2, redis-benchmark --threads 2, no pipelining; client and server share the cores."
     echo
-    echo "| row | TPS | x SELECT 1 |"
-    echo "|---|---:|---:|"
-    for row in select1 result_shape shmem_random shmem_hot; do
-        case $row in
-            select1) label='`SELECT 1` (the floor)' ;;
-            result_shape) label='the same four columns from constants, no call' ;;
-            shmem_random) label='fw_limit, shared memory, 10,000 random keys' ;;
-            shmem_hot) label='fw_limit, shared memory, one hot key' ;;
-        esac
-        printf '| %s | %.0f | %s |\n' "$label" "$(med $row)" "$(ratio "$(med $row)" "$select1")"
+    header="| row |"; rule="|---|"
+    for clients in $CLIENT_COUNTS; do
+        header+=" TPS, $clients clients | x SELECT 1 | x recipe |"; rule+="---:|---:|---:|"
+    done
+    echo "$header"; echo "$rule"
+    for row in $TPS_ROWS; do
+        line="| $(label "$row") |"
+        for clients in $CLIENT_COUNTS; do
+            recipe=recipe_random
+            [[ $row = *_hot ]] && recipe=recipe_hot
+            v=$(med "$row.$clients")
+            line+=" $(printf '%.0f' "$v") | $(ratio "$v" "$(med "select1.$clients")") | $(ratio "$v" "$(med "$recipe.$clients")") |"
+        done
+        echo "$line"
     done
     echo
     echo "| one query, 1,000,000 calls over 100,000 keys | ms | x hashtext() |"
     echo "|---|---:|---:|"
-    printf '| `hashtext()` in place of fw_limit | %.0f | 1.00 |\n' "$(med bulk_hashtext)"
-    printf '| fw_limit, shared memory | %.0f | %s |\n' "$(med bulk_shmem)" \
-        "$(ratio "$(med bulk_shmem)" "$(med bulk_hashtext)")"
+    for row in $BULK_ROWS; do
+        printf '| %s | %.0f | %s |\n' "$(label "$row")" "$(med "$row")" "$(ratio "$(med "$row")" "$(med bulk_hashtext)")"
+    done
+    echo
+    echo "| memory | bytes |"
+    echo "|---|---:|"
+    echo "| shared memory per counter slot (allocated / fixed_window.max_counters = $max_counters) | $(ratio "$shmem_bytes" "$max_counters") |"
+    echo "| table per live key (pg_total_relation_size / $table_rows rows, after VACUUM) | $(ratio "$table_bytes" "$table_rows") |"
 } >"$FW_ROOT/bench/results/latest.md"
 cat "$FW_ROOT/bench/results/latest.md"

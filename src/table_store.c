@@ -48,6 +48,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -258,6 +259,50 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 }
 
 /*
+ * Insert a new counter row; returns false, having inserted nothing, if the
+ * primary key finds the row already there.
+ *
+ * The creation lock and the dirty read before it make this rare, but a
+ * unique violation is the final word on whether the row exists, so the
+ * insertion runs in a subtransaction that a violation rolls back.
+ */
+static bool
+fw_table_insert(Relation rel, Relation index, HeapTuple tuple, Datum name, Datum key)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		inserted = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		simple_heap_insert(rel, tuple);
+		fw_index_insert(rel, index, tuple, name, key);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		inserted = false;
+	}
+	PG_END_TRY();
+	return inserted;
+}
+
+/*
  * Apply one call to the row of id, as fw_shmem_apply does to a counter in
  * shared memory: decide it on the state found (none for a new key) at the
  * time read after the key's lock is held and, when consume is true, store
@@ -304,14 +349,14 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
 	ScanKeyInit(&keys[0], COL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, name);
 	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
+	fw_key_locktag(&create_lock, id->hash64);
+
+retry:
 	slot = table_slot_create(rel, NULL);
 
 	found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
 	if (consume)
-	{
-		fw_key_locktag(&create_lock, id->hash64);
 		found = fw_table_lock(rel, index, keys, slot, found, &create_lock);
-	}
 	if (found)
 	{
 		bool		isnull;
@@ -352,9 +397,12 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		}
 		else
 		{
-			simple_heap_insert(rel, tuple);
-			fw_index_insert(rel, index, tuple, name, key);
+			bool		inserted = fw_table_insert(rel, index, tuple, name, key);
+
 			LockRelease(&create_lock, ExclusiveLock, false);
+			/* another transaction created the row after all: use it */
+			if (!inserted)
+				goto retry;
 		}
 		/* let later calls of this transaction see the row */
 		CommandCounterIncrement();

@@ -3,17 +3,19 @@
 EXTENSION = fixed_window
 MODULE_big = fixed_window
 OBJS = \
+	src/admin.o \
 	src/fixed_window.o \
 	src/guc.o \
 	src/limit.o \
 	src/shmem_store.o \
 	src/table_store.o \
+	src/trigger.o \
 	src/window.o
 DATA = sql/fixed_window--1.0.sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
-REGRESS = fw_api fw_seeds fw_windows fw_errors fw_clock
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_clock fw_admin
 REGRESS_TABLE = fw_table
 ISOLATION_TABLE = fw_table_concurrent
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf

@@ -75,7 +75,7 @@ tps() {
         redis_*)
             local key='rl:hot' random=()
             [ "$row" = redis_random ] && key='rl:__rand_int__' random=(-r "$KEYS")
-            redis-benchmark -p "$REDIS_PORT" -c "$clients" --threads 2 -n $((clients * 8000)) \
+            redis-benchmark -p "$REDIS_PORT" -c "$clients" --threads 2 -n 250000 \
                 "${random[@]}" --csv EVALSHA "$redis_sha" 1 "$key" 3600 1000000000 |
                 awk -F'"' 'NR == 2 {print $4}'
             ;;

@@ -57,12 +57,13 @@ CREATE UNLOGGED TABLE fw_counter (
     capacity integer NOT NULL,
     fresh_from timestamptz,
     fresh_until timestamptz,
+    userid oid NOT NULL,
     CONSTRAINT fw_counter_pkey PRIMARY KEY (name, key)
 );
 REVOKE ALL ON fw_counter FROM PUBLIC;
 
 COMMENT ON TABLE fw_counter IS
-'counters of the table backend (fixed_window.storage = table, or auto without preload); fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it';
+'counters of the table backend (fixed_window.storage = table, or auto without preload); fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it; userid: role of the last fw_limit call';
 
 CREATE FUNCTION fw_now()
 RETURNS timestamptz
@@ -88,3 +89,71 @@ REVOKE ALL ON FUNCTION fw_gc() FROM PUBLIC;
 
 COMMENT ON FUNCTION fw_gc() IS
 'delete the rows of the table backend that answer as no row would (their window has passed); returns how many';
+
+-- Administration: who is limited now, resets, a ready-made trigger.
+
+CREATE FUNCTION fw_shmem_counters(
+    OUT name text, OUT key text, OUT window_start timestamptz, OUT window_end timestamptz,
+    OUT remaining integer, OUT rate integer, OUT capacity integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'fw_shmem_counters'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fw_shmem_counters() IS
+'counters of this database in shared memory; keys of other roles are NULL unless the caller is a superuser or has pg_read_all_stats';
+
+CREATE FUNCTION fw_may_see_key(userid oid)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'fw_may_see_key'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fw_may_see_key(oid) IS
+'whether the current role may see the keys of counters last used by the given role: its own, or any for superusers and members of pg_read_all_stats';
+
+CREATE VIEW fw_counters AS
+    SELECT s.name, s.key, 'shmem'::text AS storage, s.window_start, s.window_end,
+           s.remaining, s.rate, s.capacity
+    FROM fw_shmem_counters() AS s
+    WHERE s.window_end > fw_now()
+    UNION ALL
+    SELECT c.name, CASE WHEN fw_may_see_key(c.userid) THEN c.key END, 'table',
+           c.window_start, c.window_end, c.tokens, c.rate, c.capacity
+    FROM fw_counter AS c
+    WHERE c.window_end > fw_now();
+GRANT SELECT ON fw_counters TO PUBLIC;
+
+COMMENT ON VIEW fw_counters IS
+'one row per counter of this database whose window is current, in either storage; remaining = 0 means throttled now; keys of other roles are NULL unless the caller is a superuser or has pg_read_all_stats';
+
+CREATE FUNCTION fw_shmem_reset(name text, key text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'fw_shmem_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION fw_shmem_reset(text, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_shmem_reset(text, text) IS
+'remove counters of this database from shared memory: one, or every counter of the name when key is NULL (used by fw_reset)';
+
+CREATE FUNCTION fw_reset(name text, key text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH gone AS (
+        DELETE FROM @extschema@.fw_counter AS c
+        WHERE c.name = $1 AND ($2 IS NULL OR c.key = $2)
+        RETURNING 1)
+    SELECT @extschema@.fw_shmem_reset($1, $2) + (SELECT count(*) FROM gone)
+$$;
+REVOKE ALL ON FUNCTION fw_reset(text, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_reset(text, text) IS
+'remove one counter, or every counter of a limit when key is NULL, in both storages; returns how many; the next call starts afresh';
+
+CREATE FUNCTION fw_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'fw_trigger'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fw_trigger() IS
+'BEFORE ... FOR EACH ROW trigger: fw_trigger(name, column, rate, period [, start [, cost]]) limits rows per value of column; raises SQLSTATE FW429 when the limit is exceeded';

@@ -9,6 +9,7 @@
 #define FIXED_WINDOW_H
 
 #include "datatype/timestamp.h"
+#include "utils/timestamp.h"
 
 #include "window.h"
 
@@ -46,6 +47,14 @@ typedef enum FwApplyResult
 
 /* limit.c */
 extern uint64 fw_key_hash64(const char *name, int name_len, const char *key, int key_len);
+extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
+							 const char *key, int key_len);
+extern void fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
+						  const Interval *period, const TimestampTz *start,
+						  int32 cost, const int32 *capacity);
+extern void fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
+					 FwDecision *decision);
+extern bool fw_use_shmem(void);
 
 /* guc.c */
 extern int	fw_max_counters;
@@ -53,10 +62,29 @@ extern int	fw_storage;
 extern void fw_define_gucs(void);
 extern TimestampTz fw_clock_now(void);
 
+/* A counter as the admin functions see it. */
+typedef struct FwCounterView
+{
+	const char *name;
+	int			name_len;
+	const char *key;
+	int			key_len;
+	int64		window_start;
+	int64		window_end;
+	int32		tokens;
+	int32		rate;
+	int32		capacity;
+	Oid			userid;
+} FwCounterView;
+
+typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
+
 /* shmem_store.c */
 extern void fw_shmem_install_hooks(void);
 extern bool fw_shmem_available(void);
 extern void fw_shmem_prefetch(uint32 hash);
+extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
+extern bool fw_shmem_remove(const FwIdentity *id);
 extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 									bool consume, FwDecision *decision);
 

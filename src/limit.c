@@ -96,34 +96,42 @@ fw_key_hash64(const char *name, int name_len, const char *key, int key_len)
 	return hash_bytes_extended((const unsigned char *) key, key_len, seed);
 }
 
-/* Read and check the limit's arguments into *limit and *id. */
-static void
-fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
+/*
+ * The identity of the counter (name, key) of this database, its lengths
+ * already checked.
+ */
+void
+fw_identity_init(FwIdentity *id, const char *name, int name_len,
+				 const char *key, int key_len)
 {
-	Interval   *period;
-	bool		phase_start;
-
-	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &id->name, &id->name_len);
-	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &id->key, &id->key_len);
+	id->name = name;
+	id->name_len = name_len;
+	id->key = key;
+	id->key_len = key_len;
 	id->dbid = MyDatabaseId;
 	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
-							hash_combine(hash_bytes((const unsigned char *) id->name, id->name_len),
-										 hash_bytes((const unsigned char *) id->key, id->key_len)));
+							hash_combine(hash_bytes((const unsigned char *) name, name_len),
+										 hash_bytes((const unsigned char *) key, key_len)));
 	fw_shmem_prefetch(id->hash);
-	id->hash64 = fw_key_hash64(id->name, id->name_len, id->key, id->key_len);
+	id->hash64 = fw_key_hash64(name, name_len, key, key_len);
+}
 
-	fw_require_arg(fcinfo, ARG_RATE);
-	fw_require_arg(fcinfo, ARG_PERIOD);
-	fw_require_arg(fcinfo, ARG_COST);
-
-	limit->rate = PG_GETARG_INT32(ARG_RATE);
-	if (limit->rate <= 0)
+/*
+ * Check a limit's parameters into *limit.  start NULL asks for the phase of
+ * the key; capacity NULL means the rate.
+ */
+void
+fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
+			  const Interval *period, const TimestampTz *start, int32 cost,
+			  const int32 *capacity)
+{
+	limit->rate = rate;
+	if (rate <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rate must be greater than zero"),
-				 errdetail("The rate given was %d.", limit->rate)));
+				 errdetail("The rate given was %d.", rate)));
 
-	period = PG_GETARG_INTERVAL_P(ARG_PERIOD);
 	if (
 #ifdef INTERVAL_NOT_FINITE
 		INTERVAL_NOT_FINITE(period) ||
@@ -139,10 +147,9 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 				 errhint("Use a period such as '1 minute', '1 day' or '1 month'. "
 						 "A period with a month or year part must not have a negative day or time part.")));
 
-	phase_start = PG_ARGISNULL(ARG_START);
-	if (!phase_start)
+	if (start != NULL)
 	{
-		limit->start = PG_GETARG_TIMESTAMPTZ(ARG_START);
+		limit->start = *start;
 		if (TIMESTAMP_NOT_FINITE(limit->start))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -151,35 +158,61 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 							   TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity")));
 	}
 
-	limit->capacity = PG_ARGISNULL(ARG_CAPACITY) ? limit->rate : PG_GETARG_INT32(ARG_CAPACITY);
-	if (limit->capacity < limit->rate)
+	limit->capacity = capacity ? *capacity : rate;
+	if (limit->capacity < rate)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("capacity must be at least the rate"),
 				 errdetail("The capacity given was %d and the rate %d.",
-						   limit->capacity, limit->rate)));
+						   limit->capacity, rate)));
 
-	limit->cost = PG_GETARG_INT32(ARG_COST);
-	if (limit->cost < 0)
+	limit->cost = cost;
+	if (cost < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cost must not be negative"),
-				 errdetail("The cost given was %d.", limit->cost)));
-	if (limit->cost > limit->capacity)
+				 errdetail("The cost given was %d.", cost)));
+	if (cost > limit->capacity)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cost must not exceed the capacity"),
 				 errdetail("The cost given was %d and the capacity %d, so the call could never be allowed.",
-						   limit->cost, limit->capacity),
+						   cost, limit->capacity),
 				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
 
-	if (phase_start)
-	{
-		if (fw_phase_start(&limit->period, id->hash64, &limit->start) != FW_STATUS_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-					 errmsg("period is too long to derive a start from the key")));
-	}
+	if (start == NULL &&
+		fw_phase_start(&limit->period, id->hash64, &limit->start) != FW_STATUS_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("period is too long to derive a start from the key")));
+}
+
+/* Read and check the arguments of fw_limit or fw_check. */
+static void
+fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
+{
+	const char *name;
+	const char *key;
+	int			name_len;
+	int			key_len;
+	TimestampTz start;
+	int32		capacity;
+
+	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
+	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
+	fw_identity_init(id, name, name_len, key, key_len);
+
+	fw_require_arg(fcinfo, ARG_RATE);
+	fw_require_arg(fcinfo, ARG_PERIOD);
+	fw_require_arg(fcinfo, ARG_COST);
+	if (!PG_ARGISNULL(ARG_START))
+		start = PG_GETARG_TIMESTAMPTZ(ARG_START);
+	if (!PG_ARGISNULL(ARG_CAPACITY))
+		capacity = PG_GETARG_INT32(ARG_CAPACITY);
+
+	fw_limit_init(limit, id, PG_GETARG_INT32(ARG_RATE), PG_GETARG_INTERVAL_P(ARG_PERIOD),
+				  PG_ARGISNULL(ARG_START) ? NULL : &start, PG_GETARG_INT32(ARG_COST),
+				  PG_ARGISNULL(ARG_CAPACITY) ? NULL : &capacity);
 }
 
 /*
@@ -350,7 +383,7 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 }
 
 /* Where counters live, by fixed_window.storage. */
-static bool
+bool
 fw_use_shmem(void)
 {
 	if (fw_storage == FW_STORAGE_TABLE)
@@ -364,24 +397,17 @@ fw_use_shmem(void)
 	return fw_shmem_available();
 }
 
-static Datum
-fw_call(FunctionCallInfo fcinfo, bool consume)
+/* Decide one call on the configured storage; every failure is an error. */
+void
+fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
+		 FwDecision *decision)
 {
-	FwLimit		limit;
-	FwIdentity	id;
-	FwDecision	decision;
 	FwApplyResult result;
 
-	fw_read_args(fcinfo, &limit, &id);
-
-	/* know how to answer before deciding: a failure must not spend tokens */
-	if (fcinfo->flinfo->fn_extra == NULL)
-		fcinfo->flinfo->fn_extra = fw_result_cache(fcinfo);
-
 	if (fw_use_shmem())
-		result = fw_shmem_apply(&id, &limit, consume, &decision);
+		result = fw_shmem_apply(id, limit, consume, decision);
 	else
-		result = fw_table_apply(&id, &limit, consume, &decision);
+		result = fw_table_apply(id, limit, consume, decision);
 
 	if (result == FW_APPLY_OUT_OF_RANGE)
 		ereport(ERROR,
@@ -396,6 +422,22 @@ fw_call(FunctionCallInfo fcinfo, bool consume)
 				 errdetail("All %d counter slots (fixed_window.max_counters) are in use.",
 						   fw_max_counters),
 				 errhint("Raise fixed_window.max_counters and restart the server.")));
+}
+
+static Datum
+fw_call(FunctionCallInfo fcinfo, bool consume)
+{
+	FwLimit		limit;
+	FwIdentity	id;
+	FwDecision	decision;
+
+	fw_read_args(fcinfo, &limit, &id);
+
+	/* know how to answer before deciding: a failure must not spend tokens */
+	if (fcinfo->flinfo->fn_extra == NULL)
+		fcinfo->flinfo->fn_extra = fw_result_cache(fcinfo);
+
+	fw_apply(&id, &limit, consume, &decision);
 
 	return fw_result_datum(fcinfo, &decision);
 }

@@ -48,7 +48,7 @@
 #include "fixed_window.h"
 
 #define FW_NUM_PARTITIONS	128 /* a power of two */
-#define FW_SLOT_SIZE		112
+#define FW_SLOT_SIZE		120
 #define FW_NIL				PG_UINT32_MAX
 #define FW_LOCK_TRANCHE		"fixed_window"
 
@@ -69,6 +69,7 @@ typedef struct FwCounter
 	int32		tokens;
 	int32		rate;			/* as given by the last fw_limit call, */
 	int32		capacity;		/* for inspection */
+	Oid			userid;			/* role of the last fw_limit call */
 	int64		window_start;
 	int64		window_end;		/* derivable; kept for inspection and reclaim */
 	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
@@ -411,9 +412,154 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 			counter->tokens = decision->state.tokens;
 			counter->rate = limit->rate;
 			counter->capacity = limit->capacity;
+			counter->userid = GetUserId();
 		}
 	}
 
 	LWLockRelease(lock);
 	return result;
+}
+
+/* Copy a counter's name and key, back to back, into a palloc'd buffer. */
+static char *
+fw_counter_copy_text(FwCounter *counter)
+{
+	int			total = counter->name_len + counter->key_len;
+	char	   *text = palloc(total + 1);
+	int			len = Min(total, (int) FW_INLINE_TEXT);
+	int			offset;
+	uint32		slot;
+
+	memcpy(text, counter->text, len);
+	offset = len;
+	for (slot = counter->overflow; offset < total; slot = fw_slots[slot].overflow.next)
+	{
+		len = Min(total - offset, (int) FW_OVERFLOW_TEXT);
+		memcpy(text + offset, fw_slots[slot].overflow.text, len);
+		offset += len;
+	}
+	text[total] = '\0';
+	return text;
+}
+
+/* Unlink a counter from its bucket and give its slots back. */
+static void
+fw_remove(uint32 bucket, uint32 slot, uint32 prev)
+{
+	uint32		next = fw_slots[slot].counter.next;
+	uint32		last;
+	uint32		n = 1;
+
+	if (prev == FW_NIL)
+		fw_buckets[bucket] = next;
+	else
+		fw_slots[prev].counter.next = next;
+
+	/* chain the counter's own slot to its overflow slots, then free them */
+	fw_slots[slot].overflow.next = fw_slots[slot].counter.overflow;
+	for (last = slot; fw_slots[last].overflow.next != FW_NIL; last = fw_slots[last].overflow.next)
+		n++;
+
+	SpinLockAcquire(&fw_shared->mutex);
+	fw_slots[last].overflow.next = fw_shared->free_head;
+	fw_shared->free_head = slot;
+	fw_shared->nfree += n;
+	SpinLockRelease(&fw_shared->mutex);
+}
+
+/*
+ * Visit every counter of the current database, one partition at a time in
+ * index order, holding each partition's lock (exclusive when the visitor
+ * may remove counters) while its counters are visited.  The visitor gets
+ * the counter and its name and key, and returns true to remove it.
+ */
+void
+fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
+{
+	int			partition;
+
+	if (fw_shared == NULL)
+		return;
+
+	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
+	{
+		LWLock	   *lock = &fw_shared->locks[partition].lock;
+		uint32		bucket;
+
+		LWLockAcquire(lock, may_remove ? LW_EXCLUSIVE : LW_SHARED);
+		for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
+		{
+			uint32		prev = FW_NIL;
+			uint32		slot = fw_buckets[bucket];
+
+			while (slot != FW_NIL)
+			{
+				FwCounter  *counter = &fw_slots[slot].counter;
+				uint32		next = counter->next;
+				FwCounterView view;
+				char	   *text;
+				bool		remove;
+
+				if (counter->dbid != MyDatabaseId)
+				{
+					prev = slot;
+					slot = next;
+					continue;
+				}
+				text = fw_counter_copy_text(counter);
+				view.name = text;
+				view.name_len = counter->name_len;
+				view.key = text + counter->name_len;
+				view.key_len = counter->key_len;
+				view.window_start = counter->window_start;
+				view.window_end = counter->window_end;
+				view.tokens = counter->tokens;
+				view.rate = counter->rate;
+				view.capacity = counter->capacity;
+				view.userid = counter->userid;
+				remove = visitor(&view, arg);
+				pfree(text);
+
+				if (remove && may_remove)
+					fw_remove(bucket, slot, prev);
+				else
+					prev = slot;
+				slot = next;
+			}
+		}
+		LWLockRelease(lock);
+	}
+}
+
+/* Remove the counter of id, if there is one; returns whether there was. */
+bool
+fw_shmem_remove(const FwIdentity *id)
+{
+	uint32		bucket;
+	LWLock	   *lock;
+	uint32		prev = FW_NIL;
+	uint32		slot;
+	bool		found = false;
+
+	if (fw_shared == NULL)
+		return false;
+	bucket = id->hash & (fw_shared->nbuckets - 1);
+	lock = &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	for (slot = fw_buckets[bucket]; slot != FW_NIL; prev = slot, slot = fw_slots[slot].counter.next)
+	{
+		FwCounter  *counter = &fw_slots[slot].counter;
+
+		if (counter->hash == id->hash && counter->dbid == id->dbid &&
+			counter->name_len == id->name_len && counter->key_len == id->key_len &&
+			fw_counter_text(counter, id, true))
+		{
+			fw_remove(bucket, slot, prev);
+			found = true;
+			break;
+		}
+	}
+	LWLockRelease(lock);
+	return found;
 }

@@ -72,12 +72,13 @@ enum
 	COL_CAPACITY,
 	COL_FRESH_FROM,
 	COL_FRESH_UNTIL,
+	COL_USERID,
 	FW_TABLE_NATTS
 };
 
 static const Oid fw_table_types[FW_TABLE_NATTS] = {
 	TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID
+	INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, OIDOID
 };
 
 /* The extension's schema in this database, found once per backend. */
@@ -387,6 +388,7 @@ retry:
 		nulls[COL_FRESH_FROM] = (decision->fresh_from == 0);
 		values[COL_FRESH_UNTIL] = TimestampTzGetDatum(decision->fresh_until);
 		nulls[COL_FRESH_UNTIL] = (decision->fresh_until == PG_INT64_MAX);
+		values[COL_USERID] = ObjectIdGetDatum(GetUserId());
 
 		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
 		if (found)

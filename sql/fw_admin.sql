@@ -1,0 +1,142 @@
+--
+-- fw_admin: what admins see and do in psql, the ready-made trigger, and
+-- privileges.  Runs on both storages.
+--
+CREATE EXTENSION fixed_window;
+SET DateStyle = 'ISO, YMD';
+SET IntervalStyle = 'postgres';
+SET TimeZone = 'UTC';
+\set SHOW_CONTEXT never
+SET fixed_window.debug_now = '2026-06-01 12:00:30+00';
+
+-- Who is throttled right now?
+SELECT count(*) FILTER (WHERE (fw_limit('admin', 'alice', 2, '1 minute')).ok) AS alice_allowed FROM generate_series(1, 3);
+SELECT (fw_limit('admin', 'bob', 2, '1 minute')).ok AS bob_allowed;
+SELECT (fw_limit('admin', 'carol', 5, '1 hour', cost => 5)).ok AS carol_allowed;
+SELECT name, key, window_start, window_end, remaining, rate, capacity
+FROM fw_counters WHERE name = 'admin' ORDER BY key;
+SELECT key FROM fw_counters WHERE name = 'admin' AND remaining = 0 ORDER BY key;
+SELECT count(DISTINCT storage) AS one_storage FROM fw_counters;
+-- A counter whose window has passed is not live: it would grant a full window.
+SET fixed_window.debug_now = '2026-06-01 12:01:30+00';
+SELECT key FROM fw_counters WHERE name = 'admin' ORDER BY key;
+
+-- Resets: one counter, then every counter of a limit.
+SET fixed_window.debug_now = '2026-06-01 12:00:40+00';
+SELECT fw_reset('admin', 'alice') AS removed;
+SELECT ok, remaining FROM fw_limit('admin', 'alice', 2, '1 minute');
+SELECT fw_reset('admin') AS removed;
+SELECT fw_reset('admin') AS removed_again;
+SELECT count(*) FROM fw_counters WHERE name = 'admin';
+SELECT fw_reset(NULL);
+\echo :LAST_ERROR_SQLSTATE
+
+-- A trigger: at most 2 signups per IP address per day.
+CREATE TABLE signups (id serial PRIMARY KEY, email text NOT NULL, ip inet);
+CREATE TRIGGER signup_quota BEFORE INSERT ON signups
+    FOR EACH ROW EXECUTE FUNCTION fw_trigger('signup', 'ip', '2', '1 day');
+INSERT INTO signups (email, ip) VALUES ('a@example.com', '192.0.2.1');
+INSERT INTO signups (email, ip) VALUES ('b@example.com', '192.0.2.1');
+INSERT INTO signups (email, ip) VALUES ('c@example.com', '192.0.2.1');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO signups (email, ip) VALUES ('d@example.com', '192.0.2.2');
+SELECT email, ip FROM signups ORDER BY id;
+-- Applications catch it by its SQLSTATE.
+DO $$
+BEGIN
+    INSERT INTO signups (email, ip) VALUES ('e@example.com', '192.0.2.1');
+EXCEPTION WHEN SQLSTATE 'FW429' THEN
+    RAISE NOTICE 'caught FW429: %', SQLERRM;
+END $$;
+-- Optional start and cost: a row costs 2 of 3 per hour.
+CREATE TABLE uploads (id serial, owner text);
+CREATE TRIGGER upload_quota BEFORE INSERT ON uploads
+    FOR EACH ROW EXECUTE FUNCTION fw_trigger('upload', 'owner', '3', '1 hour', '2026-01-01 00:30+00', '2');
+INSERT INTO uploads (owner) VALUES ('u1');
+INSERT INTO uploads (owner) VALUES ('u1');
+\echo :LAST_ERROR_SQLSTATE
+-- Bad trigger arguments are reported at the first row.
+CREATE TABLE t (c text);
+CREATE TRIGGER bad_column BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'nope', '5', '1 day');
+INSERT INTO t VALUES ('v');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER bad_column ON t;
+CREATE TRIGGER bad_rate BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'c', 'five', '1 day');
+INSERT INTO t VALUES ('v');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER bad_rate ON t;
+CREATE TRIGGER bad_period BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'c', '5', 'daily');
+\set SHOW_CONTEXT errors
+INSERT INTO t VALUES ('v');
+\set SHOW_CONTEXT never
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER bad_period ON t;
+CREATE TRIGGER zero_rate BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'c', '0', '1 day');
+INSERT INTO t VALUES ('v');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER zero_rate ON t;
+CREATE TRIGGER too_few BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'c', '5');
+INSERT INTO t VALUES ('v');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER too_few ON t;
+CREATE TRIGGER after_row AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'c', '5', '1 day');
+INSERT INTO t VALUES ('v');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER after_row ON t;
+CREATE TRIGGER per_statement BEFORE INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION fw_trigger('x', 'c', '5', '1 day');
+INSERT INTO t VALUES ('v');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER per_statement ON t;
+CREATE TRIGGER null_key BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trigger('x', 'c', '5', '1 day');
+INSERT INTO t VALUES (NULL);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE t;
+SELECT fw_trigger();
+\echo :LAST_ERROR_SQLSTATE
+
+-- Privileges: any role may call fw_limit, fw_check and insert through the
+-- trigger; resets are for admins; keys of other roles stay hidden except
+-- from superusers and members of pg_read_all_stats.
+CREATE ROLE fw_app;
+CREATE ROLE fw_other;
+CREATE ROLE fw_auditor IN ROLE pg_read_all_stats;
+GRANT INSERT ON signups TO fw_app;
+GRANT USAGE ON SEQUENCE signups_id_seq TO fw_app;
+SET ROLE fw_app;
+SELECT ok FROM fw_limit('priv', 'app@example.com', 5, '1 minute');
+SELECT ok FROM fw_check('priv', 'app@example.com', 5, '1 minute');
+INSERT INTO signups (email, ip) VALUES ('f@example.com', '192.0.2.3');
+SELECT name, key FROM fw_counters WHERE name = 'priv';
+SELECT fw_reset('priv');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fw_gc();
+\echo :LAST_ERROR_SQLSTATE
+SET fixed_window.debug_now = '2030-01-01 00:00+00';
+\echo :LAST_ERROR_SQLSTATE
+SET fixed_window.storage = 'table';
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SET ROLE fw_other;
+SELECT name, key FROM fw_counters WHERE name = 'priv';
+RESET ROLE;
+SET ROLE fw_auditor;
+SELECT name, key FROM fw_counters WHERE name = 'priv';
+RESET ROLE;
+SELECT name, key FROM fw_counters WHERE name = 'priv';
+SELECT fw_reset('priv') AS removed;
+REVOKE ALL ON signups FROM fw_app;
+REVOKE ALL ON SEQUENCE signups_id_seq FROM fw_app;
+DROP ROLE fw_app;
+DROP ROLE fw_other;
+DROP ROLE fw_auditor;
+DROP TABLE signups, uploads;
+
+-- Every object of the extension explains itself in \dx+ and \df+.
+SELECT pg_describe_object(d.classid, d.objid, 0) AS without_comment
+FROM pg_depend AS d
+WHERE d.refclassid = 'pg_extension'::regclass
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'fixed_window')
+  AND d.deptype = 'e'
+  AND obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)) IS NULL;
+
+DROP EXTENSION fixed_window;

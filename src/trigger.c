@@ -1,0 +1,189 @@
+/*-------------------------------------------------------------------------
+ *
+ * trigger.c
+ *	  fw_trigger(): limit the rows a table takes per value of a column.
+ *
+ *	  CREATE TRIGGER signup_quota BEFORE INSERT ON signups FOR EACH ROW
+ *	      EXECUTE FUNCTION fw_trigger('signup', 'ip', '5', '1 day');
+ *
+ * Arguments: limit name, column, rate, period, and optionally start and
+ * cost.  Each row spends cost tokens of the counter (name, value of the
+ * column), exactly as fw_limit would; a denied row raises SQLSTATE FW429
+ * with the time to wait in the hint, so that applications can catch it.
+ * Bad arguments are reported at the first row, naming the trigger.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "fixed_window.h"
+
+PG_FUNCTION_INFO_V1(fw_trigger);
+
+/* The SQLSTATE of a row over its limit: "FW", then HTTP's 429. */
+#define ERRCODE_FW_LIMIT_EXCEEDED	MAKE_SQLSTATE('F','W','4','2','9')
+
+static void pg_attribute_noreturn()
+fw_trigger_arg_error(TriggerData *trigdata, const char *what, const char *value)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid %s \"%s\" in trigger \"%s\" on table \"%s\"",
+					what, value, trigdata->tg_trigger->tgname,
+					RelationGetRelationName(trigdata->tg_relation)),
+			 errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
+					 "for example fw_trigger('signup', 'ip', '5', '1 day').")));
+}
+
+static int32
+fw_trigger_int(TriggerData *trigdata, const char *what, const char *value)
+{
+	char	   *end;
+	long		result;
+
+	errno = 0;
+	result = strtol(value, &end, 10);
+	if (end == value || *end != '\0' || errno != 0 ||
+		result < PG_INT32_MIN || result > PG_INT32_MAX)
+		fw_trigger_arg_error(trigdata, what, value);
+	return (int32) result;
+}
+
+/* Which argument is being read, for the context of its errors. */
+typedef struct FwTriggerArgContext
+{
+	TriggerData *trigdata;
+	const char *what;
+} FwTriggerArgContext;
+
+static void
+fw_trigger_arg_context(void *arg)
+{
+	FwTriggerArgContext *ctx = (FwTriggerArgContext *) arg;
+
+	errcontext("%s argument of trigger \"%s\" on table \"%s\"",
+			   ctx->what, ctx->trigdata->tg_trigger->tgname,
+			   RelationGetRelationName(ctx->trigdata->tg_relation));
+}
+
+/* Read a trigger argument with a type's input function. */
+static Datum
+fw_trigger_input(TriggerData *trigdata, const char *what, Oid infunc, char *value)
+{
+	FwTriggerArgContext ctx = {trigdata, what};
+	ErrorContextCallback callback;
+	Datum		result;
+
+	callback.callback = fw_trigger_arg_context;
+	callback.arg = &ctx;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	result = OidFunctionCall3(infunc, CStringGetDatum(value),
+							  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	error_context_stack = callback.previous;
+	return result;
+}
+
+Datum
+fw_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	TupleDesc	tupdesc;
+	HeapTuple	row;
+	char	  **args;
+	int			attnum;
+	char	   *key;
+	int32		rate;
+	int32		cost = 1;
+	Datum		period;
+	TimestampTz start;
+	FwIdentity	id;
+	FwLimit		limit;
+	FwDecision	decision;
+	const char *name;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("fw_trigger must be called as a trigger")));
+	trigger = trigdata->tg_trigger;
+	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" on table \"%s\" must be BEFORE ... FOR EACH ROW",
+						trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("fw_trigger limits rows one by one, before they are written.")));
+	if (trigger->tgnargs < 4 || trigger->tgnargs > 6)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("trigger \"%s\" on table \"%s\" gives fw_trigger %d arguments",
+						trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
+						trigger->tgnargs),
+				 errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
+						 "for example fw_trigger('signup', 'ip', '5', '1 day').")));
+
+	args = trigger->tgargs;
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	row = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	attnum = SPI_fnumber(tupdesc, args[1]);
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+						args[1], trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
+	rate = fw_trigger_int(trigdata, "rate", args[2]);
+
+	period = fw_trigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
+	if (trigger->tgnargs >= 5)
+		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
+	else
+		start = -INT64CONST(946684800000000);	/* the Unix epoch, as fw_limit */
+	if (trigger->tgnargs == 6)
+		cost = fw_trigger_int(trigdata, "cost", args[5]);
+
+	key = SPI_getvalue(row, tupdesc, attnum);
+	if (key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("column \"%s\" limited by trigger \"%s\" must not be null",
+						args[1], trigger->tgname),
+				 errdetail("A row without a value cannot be counted against any key.")));
+
+	name = args[0];
+	if (strlen(name) > FW_MAX_NAME_BYTES || strlen(key) > FW_MAX_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("limit name or value of column \"%s\" is too long for trigger \"%s\"",
+						args[1], trigger->tgname),
+				 errdetail("Names may have %d bytes and keys %d.", FW_MAX_NAME_BYTES, FW_MAX_KEY_BYTES)));
+
+	fw_identity_init(&id, name, strlen(name), key, strlen(key));
+	fw_limit_init(&limit, &id, rate, DatumGetIntervalP(period), &start, cost, NULL);
+	fw_apply(&id, &limit, true, &decision);
+
+	if (!decision.ok)
+	{
+		Interval	retry = {.time = decision.retry_after};
+
+		ereport(ERROR,
+				(errcode(ERRCODE_FW_LIMIT_EXCEEDED),
+				 errmsg("rate limit \"%s\" exceeded", name),
+				 errdetail("Trigger \"%s\" on table \"%s\" allows %d rows per %s for each value of column \"%s\".",
+						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
+						   args[3], args[1]),
+				 errhint("Retry after %s.",
+						 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))))));
+	}
+
+	return PointerGetDatum(row);
+}

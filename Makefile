@@ -8,6 +8,7 @@ OBJS = \
 	src/guc.o \
 	src/limit.o \
 	src/shmem_store.o \
+	src/stats.o \
 	src/table_store.o \
 	src/trigger.o \
 	src/window.o

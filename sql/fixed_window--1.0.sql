@@ -58,12 +58,50 @@ CREATE UNLOGGED TABLE fw_counter (
     fresh_from timestamptz,
     fresh_until timestamptz,
     userid oid NOT NULL,
+    calls bigint NOT NULL,
+    allowed bigint NOT NULL,
+    denied bigint NOT NULL,
+    last_denied_at timestamptz,
+    since timestamptz NOT NULL,
     CONSTRAINT fw_counter_pkey PRIMARY KEY (name, key)
 );
 REVOKE ALL ON fw_counter FROM PUBLIC;
 
 COMMENT ON TABLE fw_counter IS
-'counters of the table backend (fixed_window.storage = table, or auto without preload); fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it; userid: role of the last fw_limit call';
+'counters of the table backend (fixed_window.storage = table, or auto without preload); fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it; userid: role of the last fw_limit call; calls .. since: statistics of the row, added up by fw_stats';
+
+-- Statistics of table rows that fw_gc() or fw_reset() deleted, per limit.
+CREATE UNLOGGED TABLE fw_stat (
+    name text COLLATE "C" PRIMARY KEY,
+    calls bigint NOT NULL,
+    allowed bigint NOT NULL,
+    denied bigint NOT NULL,
+    last_denied_at timestamptz,
+    since timestamptz NOT NULL
+);
+REVOKE ALL ON fw_stat FROM PUBLIC;
+
+COMMENT ON TABLE fw_stat IS
+'statistics of the table backend''s rows that fw_gc() or fw_reset() deleted, per limit; part of fw_stats';
+
+CREATE FUNCTION fw_stat_keep(name text, calls bigint, allowed bigint, denied bigint,
+                             last_denied_at timestamptz, since timestamptz)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO @extschema@.fw_stat AS s VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (name) DO UPDATE
+        SET calls = s.calls + excluded.calls,
+            allowed = s.allowed + excluded.allowed,
+            denied = s.denied + excluded.denied,
+            last_denied_at = greatest(s.last_denied_at, excluded.last_denied_at),
+            since = least(s.since, excluded.since)
+$$;
+REVOKE ALL ON FUNCTION fw_stat_keep(text, bigint, bigint, bigint, timestamptz, timestamptz) FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_stat_keep(text, bigint, bigint, bigint, timestamptz, timestamptz) IS
+'add the statistics of a deleted counter row to fw_stat (used by fw_gc and fw_reset)';
 
 CREATE FUNCTION fw_now()
 RETURNS timestamptz
@@ -82,8 +120,11 @@ AS $$
         DELETE FROM @extschema@.fw_counter AS c
         WHERE c.fresh_from <= @extschema@.fw_now()
           AND (c.fresh_until IS NULL OR @extschema@.fw_now() < c.fresh_until)
-        RETURNING 1)
-    SELECT count(*) FROM gone
+        RETURNING c.*),
+    kept AS (
+        SELECT @extschema@.fw_stat_keep(name, calls, allowed, denied, last_denied_at, since)
+        FROM gone)
+    SELECT count(*) FROM kept
 $$;
 REVOKE ALL ON FUNCTION fw_gc() FROM PUBLIC;
 
@@ -142,8 +183,11 @@ AS $$
     WITH gone AS (
         DELETE FROM @extschema@.fw_counter AS c
         WHERE c.name = $1 AND ($2 IS NULL OR c.key = $2)
-        RETURNING 1)
-    SELECT @extschema@.fw_shmem_reset($1, $2) + (SELECT count(*) FROM gone)
+        RETURNING c.*),
+    kept AS (
+        SELECT @extschema@.fw_stat_keep(name, calls, allowed, denied, last_denied_at, since)
+        FROM gone)
+    SELECT @extschema@.fw_shmem_reset($1, $2) + (SELECT count(*) FROM kept)
 $$;
 REVOKE ALL ON FUNCTION fw_reset(text, text) FROM PUBLIC;
 
@@ -157,3 +201,53 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION fw_trigger() IS
 'BEFORE ... FOR EACH ROW trigger: fw_trigger(name, column, rate, period [, start [, cost]]) limits rows per value of column; raises SQLSTATE FW429 when the limit is exceeded';
+
+CREATE FUNCTION fw_shmem_stats(
+    OUT name text, OUT calls bigint, OUT allowed bigint, OUT denied bigint,
+    OUT last_denied_at timestamptz, OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'fw_shmem_stats'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION fw_shmem_stats() IS
+'statistics of this database''s limits counted in shared memory (used by fw_stats)';
+
+CREATE VIEW fw_stats AS
+    SELECT s.name, sum(s.calls)::bigint AS calls, sum(s.allowed)::bigint AS allowed,
+           sum(s.denied)::bigint AS denied, max(s.last_denied_at) AS last_denied_at,
+           min(s.since) AS since
+    FROM (SELECT * FROM fw_shmem_stats()
+          UNION ALL
+          SELECT c.name, c.calls, c.allowed, c.denied, c.last_denied_at, c.since FROM fw_counter AS c
+          UNION ALL
+          SELECT t.name, t.calls, t.allowed, t.denied, t.last_denied_at, t.since FROM fw_stat AS t) AS s
+    GROUP BY s.name;
+GRANT SELECT ON fw_stats TO PUBLIC;
+
+COMMENT ON VIEW fw_stats IS
+'per limit of this database: fw_limit calls, allowed, denied, the last denial, and the time since which it counts; shared-memory counts vanish on restart';
+
+CREATE FUNCTION fw_shmem_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'fw_shmem_stats_reset'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION fw_shmem_stats_reset() FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_shmem_stats_reset() IS
+'zero the statistics of this database in shared memory (used by fw_stats_reset)';
+
+CREATE FUNCTION fw_stats_reset()
+RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT @extschema@.fw_shmem_stats_reset();
+    UPDATE @extschema@.fw_counter
+        SET calls = 0, allowed = 0, denied = 0, last_denied_at = NULL, since = @extschema@.fw_now();
+    UPDATE @extschema@.fw_stat
+        SET calls = 0, allowed = 0, denied = 0, last_denied_at = NULL, since = @extschema@.fw_now();
+$$;
+REVOKE ALL ON FUNCTION fw_stats_reset() FROM PUBLIC;
+
+COMMENT ON FUNCTION fw_stats_reset() IS
+'start the statistics of fw_stats afresh, for this database';

@@ -17,6 +17,12 @@ SELECT name, key, window_start, window_end, remaining, rate, capacity
 FROM fw_counters WHERE name = 'admin' ORDER BY key;
 SELECT key FROM fw_counters WHERE name = 'admin' AND remaining = 0 ORDER BY key;
 SELECT count(DISTINCT storage) AS one_storage FROM fw_counters;
+-- Per limit: calls, allowed, denied, the last denial and since when.
+SELECT name, calls, allowed, denied, last_denied_at, since FROM fw_stats WHERE name = 'admin';
+-- fw_check answers without counting.
+SELECT ok FROM fw_check('admin', 'alice', 2, '1 minute');
+SELECT calls FROM fw_stats WHERE name = 'admin';
+
 -- A counter whose window has passed is not live: it would grant a full window.
 SET fixed_window.debug_now = '2026-06-01 12:01:30+00';
 SELECT key FROM fw_counters WHERE name = 'admin' ORDER BY key;
@@ -30,6 +36,12 @@ SELECT fw_reset('admin') AS removed_again;
 SELECT count(*) FROM fw_counters WHERE name = 'admin';
 SELECT fw_reset(NULL);
 \echo :LAST_ERROR_SQLSTATE
+-- Resetting counters keeps the statistics; fw_stats_reset() starts them afresh.
+SELECT name, calls, allowed, denied, last_denied_at FROM fw_stats WHERE name = 'admin';
+SET fixed_window.debug_now = '2026-06-01 12:00:50+00';
+SELECT fw_stats_reset();
+SELECT name, calls, allowed, denied, last_denied_at, since FROM fw_stats WHERE name = 'admin';
+SET fixed_window.debug_now = '2026-06-01 12:00:40+00';
 
 -- A trigger: at most 2 signups per IP address per day.
 CREATE TABLE signups (id serial PRIMARY KEY, email text NOT NULL, ip inet);
@@ -111,6 +123,9 @@ SELECT fw_reset('priv');
 \echo :LAST_ERROR_SQLSTATE
 SELECT fw_gc();
 \echo :LAST_ERROR_SQLSTATE
+SELECT fw_stats_reset();
+\echo :LAST_ERROR_SQLSTATE
+SELECT name, calls, allowed, denied FROM fw_stats WHERE name = 'priv';
 SET fixed_window.debug_now = '2030-01-01 00:00+00';
 \echo :LAST_ERROR_SQLSTATE
 SET fixed_window.storage = 'table';

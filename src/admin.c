@@ -45,7 +45,7 @@ fw_may_see_key(PG_FUNCTION_ARGS)
 }
 
 /* Set up a set-returning function that fills a tuplestore. */
-static void
+void
 fw_materialized_srf(FunctionCallInfo fcinfo)
 {
 #if PG_VERSION_NUM >= 150000

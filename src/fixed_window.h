@@ -9,6 +9,7 @@
 #define FIXED_WINDOW_H
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "utils/timestamp.h"
 
 #include "window.h"
@@ -87,6 +88,14 @@ extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remov
 extern bool fw_shmem_remove(const FwIdentity *id);
 extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 									bool consume, FwDecision *decision);
+
+/* stats.c */
+extern void fw_stats_request(void);
+extern void fw_stats_startup(void);
+extern void fw_stats_count(const FwIdentity *id, const FwDecision *decision);
+
+/* admin.c */
+extern void fw_materialized_srf(FunctionCallInfo fcinfo);
 
 /* table_store.c */
 extern FwApplyResult fw_table_apply(const FwIdentity *id, const FwLimit *limit,

@@ -405,7 +405,11 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	FwApplyResult result;
 
 	if (fw_use_shmem())
+	{
 		result = fw_shmem_apply(id, limit, consume, decision);
+		if (consume && result == FW_APPLY_OK)
+			fw_stats_count(id, decision);
+	}
 	else
 		result = fw_table_apply(id, limit, consume, decision);
 

@@ -155,6 +155,7 @@ fw_shmem_request(void)
 #endif
 	RequestAddinShmemSpace(fw_shmem_size());
 	RequestNamedLWLockTranche(FW_LOCK_TRANCHE, FW_NUM_PARTITIONS);
+	fw_stats_request();
 }
 
 static void
@@ -170,6 +171,7 @@ fw_shmem_startup(void)
 	fw_shared = ShmemInitStruct("fixed_window", fw_shmem_size(), &found);
 	fw_buckets = (uint32 *) ((char *) fw_shared + fw_buckets_offset());
 	fw_slots = (FwSlot *) ((char *) fw_shared + fw_slots_offset());
+	fw_stats_startup();
 
 	if (!found)
 	{

@@ -73,12 +73,18 @@ enum
 	COL_FRESH_FROM,
 	COL_FRESH_UNTIL,
 	COL_USERID,
+	COL_CALLS,
+	COL_ALLOWED,
+	COL_DENIED,
+	COL_LAST_DENIED_AT,
+	COL_SINCE,
 	FW_TABLE_NATTS
 };
 
 static const Oid fw_table_types[FW_TABLE_NATTS] = {
 	TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, OIDOID
+	INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, OIDOID,
+	INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID
 };
 
 /* The extension's schema in this database, found once per backend. */
@@ -326,6 +332,12 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	bool		found;
 	ItemPointerData tid;
 	FwState		state;
+	int64		calls = 0;		/* the statistics of the row, if found */
+	int64		allowed = 0;
+	int64		denied = 0;
+	bool		never_denied = true;
+	TimestampTz last_denied_at = 0;
+	TimestampTz since = 0;
 	FwApplyResult result = FW_APPLY_OK;
 
 	if (RecoveryInProgress())
@@ -366,6 +378,11 @@ retry:
 		state.window_start = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_START + 1, &isnull));
 		state.window_end = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_END + 1, &isnull));
 		state.tokens = DatumGetInt32(slot_getattr(slot, COL_TOKENS + 1, &isnull));
+		calls = DatumGetInt64(slot_getattr(slot, COL_CALLS + 1, &isnull));
+		allowed = DatumGetInt64(slot_getattr(slot, COL_ALLOWED + 1, &isnull));
+		denied = DatumGetInt64(slot_getattr(slot, COL_DENIED + 1, &isnull));
+		last_denied_at = DatumGetTimestampTz(slot_getattr(slot, COL_LAST_DENIED_AT + 1, &never_denied));
+		since = DatumGetTimestampTz(slot_getattr(slot, COL_SINCE + 1, &isnull));
 	}
 	ExecDropSingleTupleTableSlot(slot);
 
@@ -389,6 +406,22 @@ retry:
 		values[COL_FRESH_UNTIL] = TimestampTzGetDatum(decision->fresh_until);
 		nulls[COL_FRESH_UNTIL] = (decision->fresh_until == PG_INT64_MAX);
 		values[COL_USERID] = ObjectIdGetDatum(GetUserId());
+
+		/* this row's statistics: fw_stats adds them up per limit */
+		if (decision->ok)
+			allowed++;
+		else
+		{
+			denied++;
+			never_denied = false;
+			last_denied_at = decision->now;
+		}
+		values[COL_CALLS] = Int64GetDatum(calls + 1);
+		values[COL_ALLOWED] = Int64GetDatum(allowed);
+		values[COL_DENIED] = Int64GetDatum(denied);
+		values[COL_LAST_DENIED_AT] = TimestampTzGetDatum(last_denied_at);
+		nulls[COL_LAST_DENIED_AT] = never_denied;
+		values[COL_SINCE] = TimestampTzGetDatum(found ? since : decision->now);
 
 		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
 		if (found)

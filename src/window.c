@@ -391,6 +391,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 			 fw_window_boundary(period, limit->start, k + 2, &decision->fresh_until) == FW_STATUS_OK)
 		decision->fresh_from = window_end;
 
+	decision->now = now;
 	decision->remaining = tokens;
 	decision->state.window_start = window_start;
 	decision->state.window_end = window_end;

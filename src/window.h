@@ -58,6 +58,7 @@ typedef struct FwDecision
 	int64		retry_after;	/* microseconds until the cost is covered; 0 if ok */
 	int64		reset_after;	/* microseconds until the current window ends */
 	FwState		state;			/* counter state after this call */
+	int64		now;			/* the time the call was judged at */
 
 	/*
 	 * While fresh_from <= t < fresh_until, the counter left by this call

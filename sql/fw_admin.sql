@@ -103,6 +103,21 @@ CREATE TRIGGER null_key BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fw_trig
 INSERT INTO t VALUES (NULL);
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE t;
+-- Keys and start are read with fixed settings: a session's DateStyle cannot
+-- make one value count as another key, and a moving start is refused.
+CREATE TABLE visits (day date);
+CREATE TRIGGER visit_quota BEFORE INSERT ON visits
+    FOR EACH ROW EXECUTE FUNCTION fw_trigger('visit', 'day', '1', '1 day');
+INSERT INTO visits VALUES ('2026-06-01');
+SET DateStyle = 'SQL, DMY';
+INSERT INTO visits VALUES ('01/06/2026');
+\echo :LAST_ERROR_SQLSTATE
+SET DateStyle = 'ISO, YMD';
+CREATE TRIGGER moving_start BEFORE INSERT ON visits
+    FOR EACH ROW EXECUTE FUNCTION fw_trigger('visit2', 'day', '1', '1 day', ' Now ');
+INSERT INTO visits VALUES ('2026-06-02');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE visits;
 SELECT fw_trigger();
 \echo :LAST_ERROR_SQLSTATE
 

@@ -29,6 +29,10 @@ PG_FUNCTION_INFO_V1(fw_shmem_reset);
 
 #define FW_COUNTERS_COLS	7
 
+#if PG_VERSION_NUM < 140000
+#define ROLE_PG_READ_ALL_STATS DEFAULT_ROLE_READ_ALL_STATS
+#endif
+
 static bool
 fw_sees_all_keys(void)
 {
@@ -48,7 +52,7 @@ fw_may_see_key(PG_FUNCTION_ARGS)
 void
 fw_materialized_srf(FunctionCallInfo fcinfo)
 {
-#if PG_VERSION_NUM >= 150000
+#if PG_VERSION_NUM >= 150001
 	InitMaterializedSRF(fcinfo, 0);
 #else
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;

@@ -10,7 +10,8 @@
  * "used" is set; finding an entry and counting into it take no lock: the
  * counters are atomics.  fw_stats_reset() zeroes counters rather than
  * removing entries, so nothing can disappear under a reader.  When the
- * array is full, calls of further names are counted only in "dropped".
+ * array has no room near a name's hash, that name's calls are counted only
+ * in "dropped".
  *
  * The statistics live in shared memory only: a restart or crash clears
  * them.  Calls answered from the table backend are counted in its rows.
@@ -33,6 +34,7 @@
 
 #define FW_MAX_STATS		1024	/* a power of two */
 #define FW_STATS_TRANCHE	"fixed_window stats"
+#define FW_STATS_MAX_PROBE	32		/* an entry lies this close to its hash */
 
 typedef struct FwStatsEntry
 {
@@ -105,23 +107,28 @@ fw_stats_entry(Oid dbid, const char *name, int len, bool add)
 {
 	uint32		hash = hash_bytes((const unsigned char *) name, len) ^ dbid;
 	int			probe;
+	bool		room = false;
 
-	for (probe = 0; probe < FW_MAX_STATS; probe++)
+	for (probe = 0; probe < FW_STATS_MAX_PROBE; probe++)
 	{
 		FwStatsEntry *entry = &fw_stats->entries[(hash + probe) & (FW_MAX_STATS - 1)];
 
 		if (pg_atomic_read_u32(&entry->used) == 0)
+		{
+			room = true;
 			break;
+		}
 		pg_read_barrier();
 		if (fw_stats_matches(entry, dbid, hash, name, len))
 			return entry;
 	}
-	if (!add)
+	/* entries are never removed: with no room seen, there will be none */
+	if (!add || !room)
 		return NULL;
 
 	/* not there: add it under the lock, unless someone else just did */
 	LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
-	for (probe = 0; probe < FW_MAX_STATS; probe++)
+	for (probe = 0; probe < FW_STATS_MAX_PROBE; probe++)
 	{
 		FwStatsEntry *entry = &fw_stats->entries[(hash + probe) & (FW_MAX_STATS - 1)];
 

@@ -39,6 +39,7 @@
 #include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/indexing.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -48,6 +49,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/resowner.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -87,15 +89,28 @@ static const Oid fw_table_types[FW_TABLE_NATTS] = {
 	INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID
 };
 
-/* The extension's schema in this database, found once per backend. */
-static Oid	fw_table_namespace = InvalidOid;
+/*
+ * The extension's table and index in this database, found once per backend
+ * and forgotten when the table's relcache entry is invalidated (as DROP
+ * EXTENSION does), so that a stale schema is never searched by name.
+ */
+static Oid	fw_table_relid = InvalidOid;
+static Oid	fw_table_indexid = InvalidOid;
+static bool fw_table_callback_registered = false;
 
 static void
-fw_reinstall_error(const char *what)
+fw_table_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == fw_table_relid)
+		fw_table_relid = fw_table_indexid = InvalidOid;
+}
+
+static void
+fw_reinstall_error(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("the counter table of fixed_window is %s", what),
+			 errmsg("the counter table of fixed_window is missing or altered"),
 			 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
 }
 
@@ -124,44 +139,53 @@ fw_extension_schema(Oid extension)
 static void
 fw_table_find(Oid *relid, Oid *indexid)
 {
-	int			attempt;
-
-	for (attempt = 0; attempt < 2; attempt++)
+	if (!OidIsValid(fw_table_relid))
 	{
-		/* the schema found earlier may be gone with a dropped extension */
-		if (!OidIsValid(fw_table_namespace) || attempt > 0)
-		{
-			Oid			extension = get_extension_oid("fixed_window", true);
+		Oid			extension = get_extension_oid("fixed_window", true);
+		Oid			schema;
 
-			if (!OidIsValid(extension))
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("extension \"fixed_window\" is not installed in this database"),
-						 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
-			fw_table_namespace = fw_extension_schema(extension);
+		if (!OidIsValid(extension))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("extension \"fixed_window\" is not installed in this database"),
+					 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+		schema = fw_extension_schema(extension);
+		if (!fw_table_callback_registered)
+		{
+			CacheRegisterRelcacheCallback(fw_table_invalidate, (Datum) 0);
+			fw_table_callback_registered = true;
 		}
-		*relid = get_relname_relid(FW_TABLE, fw_table_namespace);
-		*indexid = get_relname_relid(FW_TABLE_PKEY, fw_table_namespace);
-		if (OidIsValid(*relid) && OidIsValid(*indexid))
-			return;
+		fw_table_relid = get_relname_relid(FW_TABLE, schema);
+		fw_table_indexid = get_relname_relid(FW_TABLE_PKEY, schema);
+		if (!OidIsValid(fw_table_relid) || !OidIsValid(fw_table_indexid))
+		{
+			fw_table_relid = fw_table_indexid = InvalidOid;
+			fw_reinstall_error();
+		}
 	}
-	fw_reinstall_error("missing");
+	*relid = fw_table_relid;
+	*indexid = fw_table_indexid;
 }
 
 static void
-fw_table_check_columns(Relation rel)
+fw_table_check_columns(Relation rel, Relation index)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	int			i;
 
-	if (tupdesc->natts != FW_TABLE_NATTS)
-		fw_reinstall_error("altered");
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		index->rd_index->indrelid != RelationGetRelid(rel) ||
+		!index->rd_index->indisunique || index->rd_index->indnkeyatts != 2 ||
+		index->rd_index->indkey.values[0] != COL_NAME + 1 ||
+		index->rd_index->indkey.values[1] != COL_KEY + 1 ||
+		tupdesc->natts != FW_TABLE_NATTS)
+		fw_reinstall_error();
 	for (i = 0; i < FW_TABLE_NATTS; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
 		if (att->attisdropped || att->atttypid != fw_table_types[i])
-			fw_reinstall_error("altered");
+			fw_reinstall_error();
 	}
 }
 
@@ -174,14 +198,14 @@ fw_key_locktag(LOCKTAG *tag, uint64 hash64)
 
 static void
 fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
-				Datum name, Datum key)
+				Datum name, Datum key, bool unchanged)
 {
 	Datum		values[2] = {name, key};
 	bool		isnull[2] = {false, false};
 
 	index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
 #if PG_VERSION_NUM >= 140000
-				 false,
+				 unchanged,		/* an update keeps (name, key): a hint for btree */
 #endif
 				 BuildIndexInfo(index));
 }
@@ -240,6 +264,11 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 								  &tmfd);
 			if (tm == TM_Ok)
 				return true;
+			if (tm == TM_SelfModified || tm == TM_Invisible)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the counter row of a rate limit was changed earlier in the same command"),
+						 errhint("Call fw_limit in a statement of its own, not beside fw_reset, fw_gc or fw_stats_reset.")));
 			if (tm != TM_Deleted)
 				break;
 			/* deleted by fw_gc meanwhile: create it anew */
@@ -285,7 +314,7 @@ fw_table_insert(Relation rel, Relation index, HeapTuple tuple, Datum name, Datum
 	PG_TRY();
 	{
 		simple_heap_insert(rel, tuple);
-		fw_index_insert(rel, index, tuple, name, key);
+		fw_index_insert(rel, index, tuple, name, key, false);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
@@ -356,7 +385,7 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	fw_table_find(&relid, &indexid);
 	rel = table_open(relid, lockmode);
 	index = index_open(indexid, lockmode);
-	fw_table_check_columns(rel);
+	fw_table_check_columns(rel, index);
 
 	name = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
 	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
@@ -365,6 +394,10 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	fw_key_locktag(&create_lock, id->hash64);
 
 retry:
+	CHECK_FOR_INTERRUPTS();
+	calls = allowed = denied = 0;
+	never_denied = true;
+	last_denied_at = since = 0;
 	slot = table_slot_create(rel, NULL);
 
 	found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
@@ -426,9 +459,16 @@ retry:
 		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
 		if (found)
 		{
+#if PG_VERSION_NUM >= 160000
+			TU_UpdateIndexes update_indexes;
+
+			simple_heap_update(rel, &tid, tuple, &update_indexes);
+			if (update_indexes != TU_None)
+#else
 			simple_heap_update(rel, &tid, tuple);
 			if (!HeapTupleIsHeapOnly(tuple))
-				fw_index_insert(rel, index, tuple, name, key);
+#endif
+				fw_index_insert(rel, index, tuple, name, key, true);
 		}
 		else
 		{

@@ -21,6 +21,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
@@ -36,8 +37,8 @@ fw_trigger_arg_error(TriggerData *trigdata, const char *what, const char *value)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid %s \"%s\" in trigger \"%s\" on table \"%s\"",
-					what, value, trigdata->tg_trigger->tgname,
+			 errmsg("invalid value \"%s\" for argument \"%s\" of trigger \"%s\" on table \"%s\"",
+					value, what, trigdata->tg_trigger->tgname,
 					RelationGetRelationName(trigdata->tg_relation)),
 			 errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
 					 "for example fw_trigger('signup', 'ip', '5', '1 day').")));
@@ -55,6 +56,32 @@ fw_trigger_int(TriggerData *trigdata, const char *what, const char *value)
 		result < PG_INT32_MIN || result > PG_INT32_MAX)
 		fw_trigger_arg_error(trigdata, what, value);
 	return (int32) result;
+}
+
+static void
+fw_trigger_fix_setting(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/* Words that timestamptz input reads as a moving time, not a fixed one. */
+static bool
+fw_trigger_relative_time(const char *value)
+{
+	static const char *const words[] = {"now", "today", "tomorrow", "yesterday"};
+	char	   *trimmed = pstrdup(value);
+	char	   *end;
+	int			i;
+
+	while (*trimmed == ' ')
+		trimmed++;
+	for (end = trimmed + strlen(trimmed); end > trimmed && end[-1] == ' '; end--)
+		end[-1] = '\0';
+	for (i = 0; i < lengthof(words); i++)
+		if (pg_strcasecmp(trimmed, words[i]) == 0)
+			return true;
+	return false;
 }
 
 /* Which argument is being read, for the context of its errors. */
@@ -110,6 +137,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 	FwLimit		limit;
 	FwDecision	decision;
 	const char *name;
+	int			nestlevel;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -143,15 +171,32 @@ fw_trigger(PG_FUNCTION_ARGS)
 						args[1], trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
 	rate = fw_trigger_int(trigdata, "rate", args[2]);
 
+	/*
+	 * The key is the column's text, and start is read from text: both with
+	 * fixed settings, so that a session's DateStyle, TimeZone and the like
+	 * cannot make one value count as another key or move the windows.
+	 */
+	nestlevel = NewGUCNestLevel();
+	fw_trigger_fix_setting("datestyle", "ISO, YMD");
+	fw_trigger_fix_setting("intervalstyle", "postgres");
+	fw_trigger_fix_setting("timezone", "UTC");
+	fw_trigger_fix_setting("extra_float_digits", "1");
+	fw_trigger_fix_setting("bytea_output", "hex");
+
 	period = fw_trigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
 	if (trigger->tgnargs >= 5)
+	{
+		if (fw_trigger_relative_time(args[4]))
+			fw_trigger_arg_error(trigdata, "start", args[4]);
 		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
+	}
 	else
 		start = -INT64CONST(946684800000000);	/* the Unix epoch, as fw_limit */
 	if (trigger->tgnargs == 6)
 		cost = fw_trigger_int(trigdata, "cost", args[5]);
 
 	key = SPI_getvalue(row, tupdesc, attnum);
+	AtEOXact_GUC(true, nestlevel);
 	if (key == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -60,6 +60,7 @@ extern bool fw_use_shmem(void);
 /* guc.c */
 extern int	fw_max_counters;
 extern int	fw_storage;
+extern bool fw_fail_open;
 extern void fw_define_gucs(void);
 extern TimestampTz fw_clock_now(void);
 
@@ -86,6 +87,7 @@ extern bool fw_shmem_available(void);
 extern void fw_shmem_prefetch(uint32 hash);
 extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fw_shmem_remove(const FwIdentity *id);
+extern uint32 fw_shmem_reclaim(TimestampTz now);
 extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 									bool consume, FwDecision *decision);
 

@@ -17,6 +17,7 @@
 
 int			fw_max_counters = 100000;
 int			fw_storage = FW_STORAGE_AUTO;
+bool		fw_fail_open = false;
 
 static const struct config_enum_entry fw_storage_options[] = {
 	{"auto", FW_STORAGE_AUTO, false},
@@ -144,6 +145,16 @@ fw_define_gucs(void)
 							 &fw_storage,
 							 FW_STORAGE_AUTO,
 							 fw_storage_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("fixed_window.fail_open",
+							 "Allows calls that find no room for a new counter in shared memory.",
+							 "Off, such calls fail with SQLSTATE 53400. On, they are allowed without "
+							 "being counted, with a warning at most once a minute per session.",
+							 &fw_fail_open,
+							 false,
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -419,13 +419,31 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 				 errmsg("window boundary out of range"),
 				 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
 				 errhint("Use a shorter period or a start closer to the present.")));
+	if (result == FW_APPLY_FULL && fw_fail_open)
+	{
+		static TimestampTz last_warning = 0;
+		TimestampTz now = GetCurrentTimestamp();
+
+		/* the decision is that of a new key: allowed, and not counted */
+		if (TimestampDifferenceExceeds(last_warning, now, 60 * 1000))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
+					 errdetail("All %d counter slots (fixed_window.max_counters) hold live counters, and fixed_window.fail_open is on.",
+							   fw_max_counters),
+					 errhint("Raise fixed_window.max_counters and restart the server. This warning repeats at most once a minute per session.")));
+			last_warning = now;
+		}
+		result = FW_APPLY_OK;
+	}
 	if (result == FW_APPLY_FULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no room for a new rate limit counter"),
-				 errdetail("All %d counter slots (fixed_window.max_counters) are in use.",
+				 errdetail("All %d counter slots (fixed_window.max_counters) hold live counters.",
 						   fw_max_counters),
-				 errhint("Raise fixed_window.max_counters and restart the server.")));
+				 errhint("Raise fixed_window.max_counters and restart the server, or set fixed_window.fail_open to allow such calls uncounted.")));
 }
 
 static Datum

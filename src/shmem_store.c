@@ -105,6 +105,7 @@ typedef struct FwShared
 	slock_t		mutex;			/* protects the two fields below */
 	uint32		free_head;
 	uint32		nfree;
+	int64		reclaim_after;	/* no counter is reclaimable before this */
 } FwShared;
 
 static FwShared *fw_shared = NULL;
@@ -188,6 +189,7 @@ fw_shmem_startup(void)
 			fw_slots[i].overflow.next = (i + 1 < fw_shared->nslots) ? i + 1 : FW_NIL;
 		fw_shared->free_head = 0;
 		fw_shared->nfree = fw_shared->nslots;
+		fw_shared->reclaim_after = PG_INT64_MIN;
 	}
 
 	LWLockRelease(AddinShmemInitLock);
@@ -373,9 +375,24 @@ fw_insert(uint32 bucket, const FwIdentity *id)
  * consume is true, store the state after it, creating the counter if
  * needed.  With consume false nothing is written or created.
  */
+static FwApplyResult fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit,
+										 bool consume, FwDecision *decision);
+
 FwApplyResult
 fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 			   FwDecision *decision)
+{
+	FwApplyResult result = fw_shmem_apply_once(id, limit, consume, decision);
+
+	/* full: reclaim dead counters, with no partition lock held, and retry */
+	if (result == FW_APPLY_FULL && fw_shmem_reclaim(decision->now) > 0)
+		result = fw_shmem_apply_once(id, limit, consume, decision);
+	return result;
+}
+
+static FwApplyResult
+fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
+					FwDecision *decision)
 {
 	uint32		bucket = id->hash & (fw_shared->nbuckets - 1);
 	LWLock	   *lock = &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
@@ -403,7 +420,14 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		{
 			slot = fw_insert(bucket, id);
 			if (slot != FW_NIL)
+			{
 				counter = &fw_slots[slot].counter;
+				/* a new counter may become reclaimable before the others */
+				SpinLockAcquire(&fw_shared->mutex);
+				fw_shared->reclaim_after = Min(fw_shared->reclaim_after,
+											   decision->state.window_end);
+				SpinLockRelease(&fw_shared->mutex);
+			}
 			else
 				result = FW_APPLY_FULL;
 		}
@@ -564,4 +588,72 @@ fw_shmem_remove(const FwIdentity *id)
 	}
 	LWLockRelease(lock);
 	return found;
+}
+
+/*
+ * Give back the slots of counters that answer exactly as no counter would:
+ * without rollover (capacity = rate), every counter whose window has ended,
+ * since it would refill to rate tokens like a new key.  A live counter is
+ * never removed: forgetting it would reset its quota and over-admit.
+ * Counters with rollover hold more than a new key from their next window
+ * on and are kept too (removing them would only under-admit, but would
+ * change answers).
+ *
+ * Called when the table is full, without any partition lock held; takes
+ * each partition's lock in index order.  Remembers the earliest time a
+ * counter it kept can become reclaimable, so that a full table of live
+ * counters is not rescanned on every call.  Returns the slots freed.
+ */
+uint32
+fw_shmem_reclaim(TimestampTz now)
+{
+	int64		next = PG_INT64_MAX;
+	uint32		freed = 0;
+	int			partition;
+
+	SpinLockAcquire(&fw_shared->mutex);
+	if (now < fw_shared->reclaim_after)
+	{
+		SpinLockRelease(&fw_shared->mutex);
+		return 0;
+	}
+	SpinLockRelease(&fw_shared->mutex);
+
+	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
+	{
+		LWLock	   *lock = &fw_shared->locks[partition].lock;
+		uint32		bucket;
+
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
+		{
+			uint32		prev = FW_NIL;
+			uint32		slot = fw_buckets[bucket];
+
+			while (slot != FW_NIL)
+			{
+				FwCounter  *counter = &fw_slots[slot].counter;
+				uint32		next_slot = counter->next;
+
+				if (counter->capacity == counter->rate && counter->window_end <= now)
+				{
+					fw_remove(bucket, slot, prev);
+					freed++;
+				}
+				else
+				{
+					if (counter->capacity == counter->rate)
+						next = Min(next, counter->window_end);
+					prev = slot;
+				}
+				slot = next_slot;
+			}
+		}
+		LWLockRelease(lock);
+	}
+
+	SpinLockAcquire(&fw_shared->mutex);
+	fw_shared->reclaim_after = next;
+	SpinLockRelease(&fw_shared->mutex);
+	return freed;
 }

@@ -494,18 +494,16 @@ fw_remove(uint32 bucket, uint32 slot, uint32 prev)
 }
 
 /*
- * Visit every counter of the current database, one partition at a time in
- * index order, holding each partition's lock (exclusive when the visitor
- * may remove counters) while its counters are visited.  The visitor gets
- * the counter and its name and key, and returns true to remove it.
+ * Walk every counter, one partition at a time in index order, holding each
+ * partition's lock (exclusive when the walk may remove counters) while its
+ * counters are visited.  The visitor returns true to remove a counter.
  */
-void
-fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
+typedef bool (*FwSlotVisitor) (FwCounter *counter, void *arg);
+
+static void
+fw_walk(FwSlotVisitor visitor, void *arg, bool may_remove)
 {
 	int			partition;
-
-	if (fw_shared == NULL)
-		return;
 
 	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
 	{
@@ -520,33 +518,9 @@ fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 
 			while (slot != FW_NIL)
 			{
-				FwCounter  *counter = &fw_slots[slot].counter;
-				uint32		next = counter->next;
-				FwCounterView view;
-				char	   *text;
-				bool		remove;
+				uint32		next = fw_slots[slot].counter.next;
 
-				if (counter->dbid != MyDatabaseId)
-				{
-					prev = slot;
-					slot = next;
-					continue;
-				}
-				text = fw_counter_copy_text(counter);
-				view.name = text;
-				view.name_len = counter->name_len;
-				view.key = text + counter->name_len;
-				view.key_len = counter->key_len;
-				view.window_start = counter->window_start;
-				view.window_end = counter->window_end;
-				view.tokens = counter->tokens;
-				view.rate = counter->rate;
-				view.capacity = counter->capacity;
-				view.userid = counter->userid;
-				remove = visitor(&view, arg);
-				pfree(text);
-
-				if (remove && may_remove)
+				if (visitor(&fw_slots[slot].counter, arg) && may_remove)
 					fw_remove(bucket, slot, prev);
 				else
 					prev = slot;
@@ -555,6 +529,51 @@ fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 		}
 		LWLockRelease(lock);
 	}
+}
+
+typedef struct FwForeach
+{
+	FwCounterVisitor visitor;
+	void	   *arg;
+} FwForeach;
+
+static bool
+fw_foreach_visit(FwCounter *counter, void *arg)
+{
+	FwForeach  *foreach = (FwForeach *) arg;
+	FwCounterView view;
+	char	   *text;
+	bool		remove;
+
+	if (counter->dbid != MyDatabaseId)
+		return false;
+	text = fw_counter_copy_text(counter);
+	view.name = text;
+	view.name_len = counter->name_len;
+	view.key = text + counter->name_len;
+	view.key_len = counter->key_len;
+	view.window_start = counter->window_start;
+	view.window_end = counter->window_end;
+	view.tokens = counter->tokens;
+	view.rate = counter->rate;
+	view.capacity = counter->capacity;
+	view.userid = counter->userid;
+	remove = foreach->visitor(&view, foreach->arg);
+	pfree(text);
+	return remove;
+}
+
+/*
+ * Visit every counter of the current database; the visitor gets its name
+ * and key, and returns true to remove it (honoured when may_remove).
+ */
+void
+fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
+{
+	FwForeach	foreach = {visitor, arg};
+
+	if (fw_shared != NULL)
+		fw_walk(fw_foreach_visit, &foreach, may_remove);
 }
 
 /* Remove the counter of id, if there is one; returns whether there was. */
@@ -604,12 +623,33 @@ fw_shmem_remove(const FwIdentity *id)
  * counter it kept can become reclaimable, so that a full table of live
  * counters is not rescanned on every call.  Returns the slots freed.
  */
+typedef struct FwReclaim
+{
+	TimestampTz now;
+	int64		next;			/* earliest window end among kept counters */
+	uint32		freed;
+} FwReclaim;
+
+static bool
+fw_reclaim_visit(FwCounter *counter, void *arg)
+{
+	FwReclaim  *reclaim = (FwReclaim *) arg;
+
+	if (counter->capacity != counter->rate)
+		return false;
+	if (counter->window_end <= reclaim->now)
+	{
+		reclaim->freed++;
+		return true;
+	}
+	reclaim->next = Min(reclaim->next, counter->window_end);
+	return false;
+}
+
 uint32
 fw_shmem_reclaim(TimestampTz now)
 {
-	int64		next = PG_INT64_MAX;
-	uint32		freed = 0;
-	int			partition;
+	FwReclaim	reclaim = {now, PG_INT64_MAX, 0};
 
 	SpinLockAcquire(&fw_shared->mutex);
 	if (now < fw_shared->reclaim_after)
@@ -617,43 +657,14 @@ fw_shmem_reclaim(TimestampTz now)
 		SpinLockRelease(&fw_shared->mutex);
 		return 0;
 	}
+	/* counters created during the walk lower this again */
+	fw_shared->reclaim_after = PG_INT64_MAX;
 	SpinLockRelease(&fw_shared->mutex);
 
-	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
-	{
-		LWLock	   *lock = &fw_shared->locks[partition].lock;
-		uint32		bucket;
-
-		LWLockAcquire(lock, LW_EXCLUSIVE);
-		for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
-		{
-			uint32		prev = FW_NIL;
-			uint32		slot = fw_buckets[bucket];
-
-			while (slot != FW_NIL)
-			{
-				FwCounter  *counter = &fw_slots[slot].counter;
-				uint32		next_slot = counter->next;
-
-				if (counter->capacity == counter->rate && counter->window_end <= now)
-				{
-					fw_remove(bucket, slot, prev);
-					freed++;
-				}
-				else
-				{
-					if (counter->capacity == counter->rate)
-						next = Min(next, counter->window_end);
-					prev = slot;
-				}
-				slot = next_slot;
-			}
-		}
-		LWLockRelease(lock);
-	}
+	fw_walk(fw_reclaim_visit, &reclaim, true);
 
 	SpinLockAcquire(&fw_shared->mutex);
-	fw_shared->reclaim_after = next;
+	fw_shared->reclaim_after = Min(fw_shared->reclaim_after, reclaim.next);
 	SpinLockRelease(&fw_shared->mutex);
-	return freed;
+	return reclaim.freed;
 }

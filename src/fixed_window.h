@@ -50,6 +50,8 @@ typedef enum FwApplyResult
 extern uint64 fw_key_hash64(const char *name, int name_len, const char *key, int key_len);
 extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
 							 const char *key, int key_len);
+extern void fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
+								const char *key, int key_len);
 extern void fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
 						  const Interval *period, const TimestampTz *start,
 						  int32 cost, const int32 *capacity);
@@ -61,6 +63,7 @@ extern bool fw_use_shmem(void);
 extern int	fw_max_counters;
 extern int	fw_storage;
 extern bool fw_fail_open;
+extern bool fw_save;
 extern void fw_define_gucs(void);
 extern TimestampTz fw_clock_now(void);
 
@@ -88,6 +91,8 @@ extern void fw_shmem_prefetch(uint32 hash);
 extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fw_shmem_remove(const FwIdentity *id);
 extern uint32 fw_shmem_reclaim(TimestampTz now);
+extern void fw_shmem_dump(int code, Datum arg);
+extern void fw_shmem_load(void);
 extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 									bool consume, FwDecision *decision);
 

@@ -18,6 +18,7 @@
 int			fw_max_counters = 100000;
 int			fw_storage = FW_STORAGE_AUTO;
 bool		fw_fail_open = false;
+bool		fw_save = true;
 
 static const struct config_enum_entry fw_storage_options[] = {
 	{"auto", FW_STORAGE_AUTO, false},
@@ -162,6 +163,15 @@ fw_define_gucs(void)
 	/* settings of shared memory can only be defined while preloading */
 	if (process_shared_preload_libraries_in_progress)
 	{
+		DefineCustomBoolVariable("fixed_window.save",
+								 "Saves shared-memory counters across server shutdowns.",
+								 "Written at a clean shutdown, read back at start; a crash loses them.",
+								 &fw_save,
+								 true,
+								 PGC_SIGHUP,
+								 0,
+								 NULL, NULL, NULL);
+
 		DefineCustomIntVariable("fixed_window.max_counters",
 								"Sets the number of counter slots in shared memory.",
 								"Each counter takes one 112-byte slot for a limit name and key of up to "

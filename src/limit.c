@@ -104,11 +104,19 @@ void
 fw_identity_init(FwIdentity *id, const char *name, int name_len,
 				 const char *key, int key_len)
 {
+	fw_identity_init_db(id, MyDatabaseId, name, name_len, key, key_len);
+}
+
+/* The same for a counter of any database. */
+void
+fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
+					const char *key, int key_len)
+{
 	id->name = name;
 	id->name_len = name_len;
 	id->key = key;
 	id->key_len = key_len;
-	id->dbid = MyDatabaseId;
+	id->dbid = dbid;
 	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
 							hash_combine(hash_bytes((const unsigned char *) name, name_len),
 										 hash_bytes((const unsigned char *) key, key_len)));

@@ -39,6 +39,10 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "port/pg_crc32c.h"
+#include "storage/fd.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -159,6 +163,21 @@ fw_shmem_request(void)
 	fw_stats_request();
 }
 
+/* Empty the table: every bucket empty, every slot on the free list. */
+static void
+fw_shmem_clear(void)
+{
+	uint32		i;
+
+	for (i = 0; i < fw_shared->nbuckets; i++)
+		fw_buckets[i] = FW_NIL;
+	for (i = 0; i < fw_shared->nslots; i++)
+		fw_slots[i].overflow.next = (i + 1 < fw_shared->nslots) ? i + 1 : FW_NIL;
+	fw_shared->free_head = 0;
+	fw_shared->nfree = fw_shared->nslots;
+	fw_shared->reclaim_after = PG_INT64_MIN;
+}
+
 static void
 fw_shmem_startup(void)
 {
@@ -176,23 +195,22 @@ fw_shmem_startup(void)
 
 	if (!found)
 	{
-		uint32		i;
-
 		fw_shared->locks = GetNamedLWLockTranche(FW_LOCK_TRANCHE);
 		fw_shared->nbuckets = fw_bucket_count();
 		fw_shared->nslots = (uint32) fw_max_counters;
 		SpinLockInit(&fw_shared->mutex);
 
-		for (i = 0; i < fw_shared->nbuckets; i++)
-			fw_buckets[i] = FW_NIL;
-		for (i = 0; i < fw_shared->nslots; i++)
-			fw_slots[i].overflow.next = (i + 1 < fw_shared->nslots) ? i + 1 : FW_NIL;
-		fw_shared->free_head = 0;
-		fw_shared->nfree = fw_shared->nslots;
-		fw_shared->reclaim_after = PG_INT64_MIN;
+		fw_shmem_clear();
+
+		/* the counters of the last clean shutdown, if saved */
+		fw_shmem_load();
 	}
 
 	LWLockRelease(AddinShmemInitLock);
+
+	/* the postmaster saves the counters when it shuts down */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(fw_shmem_dump, (Datum) 0);
 }
 
 /* Called from _PG_init while shared_preload_libraries is processed. */
@@ -667,4 +685,238 @@ fw_shmem_reclaim(TimestampTz now)
 	fw_shared->reclaim_after = Min(fw_shared->reclaim_after, reclaim.next);
 	SpinLockRelease(&fw_shared->mutex);
 	return reclaim.freed;
+}
+
+/*
+ * Saving counters across a clean shutdown.
+ *
+ * The file holds a header (magic, format version, count), then one record
+ * per counter -- its fixed fields, then its name and key -- and ends with a
+ * CRC-32C of everything before it.  It is written by the postmaster when it
+ * exits normally, to a temporary file renamed into place, and read when
+ * shared memory is created.  A file that is truncated, corrupt or of
+ * another format is ignored with a LOG message; counters whose window ended
+ * meanwhile and that answer as no counter would are not loaded.
+ */
+#define FW_DUMP_FILE		"pg_stat/fixed_window.stat"
+#define FW_DUMP_MAGIC		0x46570001	/* "FW" and a format number */
+#define FW_DUMP_VERSION		1
+
+typedef struct FwDumpRecord
+{
+	Oid			dbid;
+	Oid			userid;
+	int32		name_len;
+	int32		key_len;
+	int32		tokens;
+	int32		rate;
+	int32		capacity;
+	int64		window_start;
+	int64		window_end;
+} FwDumpRecord;
+
+static bool
+fw_dump_write(FILE *file, pg_crc32c *crc, const void *data, size_t len)
+{
+	COMP_CRC32C(*crc, data, len);
+	return fwrite(data, 1, len, file) == len;
+}
+
+void
+fw_shmem_dump(int code, Datum arg)
+{
+	FILE	   *file;
+	pg_crc32c	crc;
+	uint32		header[3] = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
+	uint32		bucket;
+	bool		ok = true;
+	ControlFileData *control;
+	bool		crc_ok;
+
+	/*
+	 * Only at a clean shutdown: never after a crash, when shared memory may
+	 * be corrupt, nor after an immediate shutdown, which is a crash too as
+	 * far as the data is concerned (pg_control then still says the server
+	 * was in production).
+	 */
+	if (code != 0 || fw_shared == NULL || !fw_save)
+		return;
+	control = get_controlfile(DataDir, &crc_ok);
+	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
+					control->state != DB_SHUTDOWNED_IN_RECOVERY))
+		return;
+
+	/* the postmaster alone is left: no locks are needed to read the table */
+	for (bucket = 0; bucket < fw_shared->nbuckets; bucket++)
+	{
+		uint32		slot;
+
+		for (slot = fw_buckets[bucket]; slot != FW_NIL; slot = fw_slots[slot].counter.next)
+			header[2]++;
+	}
+
+	file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+
+	INIT_CRC32C(crc);
+	ok = fw_dump_write(file, &crc, header, sizeof(header));
+	for (bucket = 0; ok && bucket < fw_shared->nbuckets; bucket++)
+	{
+		uint32		slot;
+
+		for (slot = fw_buckets[bucket]; ok && slot != FW_NIL; slot = fw_slots[slot].counter.next)
+		{
+			FwCounter  *counter = &fw_slots[slot].counter;
+			FwDumpRecord record;
+			char	   *text = fw_counter_copy_text(counter);
+
+			memset(&record, 0, sizeof(record));
+			record.dbid = counter->dbid;
+			record.userid = counter->userid;
+			record.name_len = counter->name_len;
+			record.key_len = counter->key_len;
+			record.tokens = counter->tokens;
+			record.rate = counter->rate;
+			record.capacity = counter->capacity;
+			record.window_start = counter->window_start;
+			record.window_end = counter->window_end;
+			ok = fw_dump_write(file, &crc, &record, sizeof(record)) &&
+				fw_dump_write(file, &crc, text, counter->name_len + counter->key_len);
+			pfree(text);
+		}
+	}
+	FIN_CRC32C(crc);
+	if (!ok || fwrite(&crc, sizeof(crc), 1, file) != 1)
+		goto error;
+	if (FreeFile(file))
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(FW_DUMP_FILE ".tmp", FW_DUMP_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", FW_DUMP_FILE ".tmp")));
+	if (file)
+		FreeFile(file);
+	unlink(FW_DUMP_FILE ".tmp");
+}
+
+/* Called while shared memory is created, under AddinShmemInitLock. */
+void
+fw_shmem_load(void)
+{
+	FILE	   *file;
+	char	   *data = NULL;
+	long		size;
+	uint32		header[3];
+	pg_crc32c	crc;
+	pg_crc32c	stored;
+	char	   *p;
+	char	   *end;
+	uint32		i;
+	TimestampTz now = GetCurrentTimestamp();
+	uint32		loaded = 0;
+
+	/*
+	 * A file is read once: after a crash that re-creates shared memory, the
+	 * counters of the last clean shutdown must not come back.
+	 */
+	if (!fw_save)
+	{
+		unlink(FW_DUMP_FILE);
+		return;
+	}
+	file = AllocateFile(FW_DUMP_FILE, PG_BINARY_R);
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
+		return;
+	}
+	if (fseek(file, 0, SEEK_END) != 0 || (size = ftell(file)) < 0 ||
+		fseek(file, 0, SEEK_SET) != 0)
+		goto read_error;
+	if (size < (long) (sizeof(header) + sizeof(crc)))
+		goto bad_file;
+	data = palloc(size);
+	if (fread(data, 1, size, file) != (size_t) size)
+		goto read_error;
+	FreeFile(file);
+	file = NULL;
+	unlink(FW_DUMP_FILE);
+
+	/* check everything before using anything */
+	memcpy(header, data, sizeof(header));
+	memcpy(&stored, data + size - sizeof(crc), sizeof(crc));
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, size - sizeof(crc));
+	FIN_CRC32C(crc);
+	if (header[0] != FW_DUMP_MAGIC || header[1] != FW_DUMP_VERSION || !EQ_CRC32C(crc, stored))
+		goto bad_file;
+
+	p = data + sizeof(header);
+	end = data + size - sizeof(crc);
+	for (i = 0; i < header[2]; i++)
+	{
+		FwDumpRecord record;
+		FwIdentity	id;
+		uint32		slot;
+		FwCounter  *counter;
+
+		if (end - p < (long) sizeof(record))
+			goto bad_file;
+		memcpy(&record, p, sizeof(record));
+		p += sizeof(record);
+		if (record.name_len < 0 || record.name_len > FW_MAX_NAME_BYTES ||
+			record.key_len < 0 || record.key_len > FW_MAX_KEY_BYTES ||
+			end - p < record.name_len + record.key_len)
+			goto bad_file;
+
+		fw_identity_init_db(&id, record.dbid, p, record.name_len,
+							p + record.name_len, record.key_len);
+		p += record.name_len + record.key_len;
+
+		/* a counter that answers as no counter would is not worth a slot */
+		if (record.capacity == record.rate && record.window_end <= now)
+			continue;
+		slot = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id);
+		if (slot == FW_NIL)
+			break;				/* a smaller max_counters: keep what fits */
+		counter = &fw_slots[slot].counter;
+		counter->window_start = record.window_start;
+		counter->window_end = record.window_end;
+		counter->tokens = record.tokens;
+		counter->rate = record.rate;
+		counter->capacity = record.capacity;
+		counter->userid = record.userid;
+		loaded++;
+	}
+	pfree(data);
+	ereport(LOG,
+			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header[2])));
+	return;
+
+read_error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
+	goto done;
+bad_file:
+	ereport(LOG,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("ignoring file \"%s\": it is truncated, corrupt or of another format", FW_DUMP_FILE)));
+	fw_shmem_clear();			/* forget whatever was loaded from it */
+done:
+	if (file)
+		FreeFile(file);
+	if (data)
+		pfree(data);
+	unlink(FW_DUMP_FILE);
 }

@@ -1,0 +1,93 @@
+# Shared-memory counters survive a clean restart (written at shutdown, read
+# at start; counters whose window ended meanwhile and that answer as no
+# counter would are dropped); fixed_window.save = off keeps nothing; a
+# truncated or corrupt file is ignored with a LOG message; after a crash the
+# server comes back with no counters.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('restart');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'fixed_window'
+fixed_window.max_counters = 1000
+restart_after_crash = on
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
+
+# Real clock: a day-long counter stays live across the restart, a
+# one-microsecond one is over long before the server is back.
+$node->safe_psql('postgres', q{
+	SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7);
+	SELECT fw_limit('gone', 'k', 10, '1 microsecond');
+	SELECT fw_limit('long', repeat('x', 2048), 10, '1 day', cost => 3);
+});
+
+sub remaining
+{
+	my ($name, $key) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT remaining FROM fw_check('$name', $key, 10, '1 day', cost => 0)");
+}
+
+$node->restart;
+is(remaining('keep', "'k'"), '3', 'a live counter survives a clean restart');
+is(remaining('long', "repeat('x', 2048)"), '7', 'with a 2 kB key too');
+is($node->safe_psql('postgres', "SELECT count(*) FROM fw_counters WHERE name = 'gone'"),
+	'0', 'an ended counter is not brought back');
+ok($node->log_contains(qr/fixed_window loaded 2 of 3 saved counters/), 'the load is logged');
+
+# A corrupt file: ignored with a LOG message, the server starts.
+$node->stop;
+my $file = $node->data_dir . '/pg_stat/fixed_window.stat';
+ok(-f $file, 'the counters were saved at shutdown');
+open(my $fh, '+<', $file) or die "open $file: $!";
+binmode $fh;
+seek($fh, 20, 0);
+print $fh "garbage";
+close $fh;
+my $log_offset = -s $node->logfile;
+$node->start;
+ok($node->log_contains(qr/ignoring file "pg_stat\/fixed_window.stat": it is truncated, corrupt or of another format/, $log_offset),
+	'a corrupt file is ignored with a LOG message');
+is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
+
+# A truncated file: the same.
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->stop;
+truncate($file, (-s $file) - 9) or die "truncate: $!";
+$log_offset = -s $node->logfile;
+$node->start;
+ok($node->log_contains(qr/ignoring file .*truncated, corrupt/, $log_offset), 'a truncated file is ignored');
+is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
+
+# fixed_window.save = off: nothing is kept.
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->append_conf('postgresql.conf', 'fixed_window.save = off');
+$node->restart;
+is(remaining('keep', "'k'"), '10', 'save = off keeps nothing');
+ok(!-f $file, 'and leaves no file');
+$node->append_conf('postgresql.conf', 'fixed_window.save = on');
+$node->restart;
+
+# A crash: immediate stop, and a backend killed with SIGKILL.
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->stop('immediate');
+$node->start;
+is(remaining('keep', "'k'"), '10', 'after an immediate stop counters start empty');
+
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+my $victim = $node->background_psql('postgres');
+my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+kill 'KILL', $victim_pid;
+$victim->quit;
+$node->poll_query_until('postgres', 'SELECT true') or die 'server did not come back';
+is(remaining('keep', "'k'"), '10', 'after a backend is killed the server restarts with empty counters');
+
+$node->stop;
+done_testing();

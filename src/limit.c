@@ -415,7 +415,7 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	if (fw_use_shmem())
 	{
 		result = fw_shmem_apply(id, limit, consume, decision);
-		if (consume && result == FW_APPLY_OK)
+		if (consume && (result == FW_APPLY_OK || (result == FW_APPLY_FULL && fw_fail_open)))
 			fw_stats_count(id, decision);
 	}
 	else
@@ -438,7 +438,7 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
-					 errdetail("All %d counter slots (fixed_window.max_counters) hold live counters, and fixed_window.fail_open is on.",
+					 errdetail("No room was found among the %d counter slots (fixed_window.max_counters), and fixed_window.fail_open is on.",
 							   fw_max_counters),
 					 errhint("Raise fixed_window.max_counters and restart the server. This warning repeats at most once a minute per session.")));
 			last_warning = now;
@@ -449,7 +449,7 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no room for a new rate limit counter"),
-				 errdetail("All %d counter slots (fixed_window.max_counters) hold live counters.",
+				 errdetail("No room was found among the %d counter slots (fixed_window.max_counters): they hold live counters.",
 						   fw_max_counters),
 				 errhint("Raise fixed_window.max_counters and restart the server, or set fixed_window.fail_open to allow such calls uncounted.")));
 }

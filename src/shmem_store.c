@@ -39,8 +39,8 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_control.h"
-#include "common/controldata_utils.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "miscadmin.h"
@@ -402,8 +402,13 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 {
 	FwApplyResult result = fw_shmem_apply_once(id, limit, consume, decision);
 
-	/* full: reclaim dead counters, with no partition lock held, and retry */
-	if (result == FW_APPLY_FULL && fw_shmem_reclaim(decision->now) > 0)
+	/*
+	 * Full: reclaim dead counters, with no partition lock held, and retry.
+	 * Judged no later than the real clock, so that a session whose
+	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
+	 */
+	if (result == FW_APPLY_FULL &&
+		fw_shmem_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
 		result = fw_shmem_apply_once(id, limit, consume, decision);
 	return result;
 }
@@ -438,14 +443,7 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 		{
 			slot = fw_insert(bucket, id);
 			if (slot != FW_NIL)
-			{
 				counter = &fw_slots[slot].counter;
-				/* a new counter may become reclaimable before the others */
-				SpinLockAcquire(&fw_shared->mutex);
-				fw_shared->reclaim_after = Min(fw_shared->reclaim_after,
-											   decision->state.window_end);
-				SpinLockRelease(&fw_shared->mutex);
-			}
 			else
 				result = FW_APPLY_FULL;
 		}
@@ -457,6 +455,20 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 			counter->rate = limit->rate;
 			counter->capacity = limit->capacity;
 			counter->userid = GetUserId();
+
+			/*
+			 * This counter may become reclaimable before the others: lower
+			 * the hint (read without the spinlock first, to keep it off the
+			 * common path).
+			 */
+			if (limit->capacity == limit->rate &&
+				decision->state.window_end < fw_shared->reclaim_after)
+			{
+				SpinLockAcquire(&fw_shared->mutex);
+				fw_shared->reclaim_after = Min(fw_shared->reclaim_after,
+											   decision->state.window_end);
+				SpinLockRelease(&fw_shared->mutex);
+			}
 		}
 	}
 
@@ -715,6 +727,25 @@ typedef struct FwDumpRecord
 	int64		window_end;
 } FwDumpRecord;
 
+/*
+ * Whether pg_control says the server was shut down cleanly.  Read by hand:
+ * get_controlfile() would raise an ERROR, FATAL in the exiting postmaster.
+ */
+static bool
+fw_clean_shutdown(void)
+{
+	ControlFileData control;
+	int			fd = OpenTransientFile(XLOG_CONTROL_FILE, O_RDONLY | PG_BINARY);
+	bool		clean;
+
+	if (fd < 0)
+		return false;
+	clean = read(fd, &control, sizeof(control)) == sizeof(control) &&
+		(control.state == DB_SHUTDOWNED || control.state == DB_SHUTDOWNED_IN_RECOVERY);
+	CloseTransientFile(fd);
+	return clean;
+}
+
 static bool
 fw_dump_write(FILE *file, pg_crc32c *crc, const void *data, size_t len)
 {
@@ -730,8 +761,6 @@ fw_shmem_dump(int code, Datum arg)
 	uint32		header[3] = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
 	uint32		bucket;
 	bool		ok = true;
-	ControlFileData *control;
-	bool		crc_ok;
 
 	/*
 	 * Only at a clean shutdown: never after a crash, when shared memory may
@@ -741,9 +770,7 @@ fw_shmem_dump(int code, Datum arg)
 	 */
 	if (code != 0 || fw_shared == NULL || !fw_save)
 		return;
-	control = get_controlfile(DataDir, &crc_ok);
-	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
-					control->state != DB_SHUTDOWNED_IN_RECOVERY))
+	if (!fw_clean_shutdown())
 		return;
 
 	/* the postmaster alone is left: no locks are needed to read the table */
@@ -840,17 +867,18 @@ fw_shmem_load(void)
 					 errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
 		return;
 	}
+	/* whatever happens next, this file is not read twice */
+	unlink(FW_DUMP_FILE);
 	if (fseek(file, 0, SEEK_END) != 0 || (size = ftell(file)) < 0 ||
 		fseek(file, 0, SEEK_SET) != 0)
 		goto read_error;
 	if (size < (long) (sizeof(header) + sizeof(crc)))
 		goto bad_file;
-	data = palloc(size);
-	if (fread(data, 1, size, file) != (size_t) size)
+	data = palloc_extended(size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (data == NULL || fread(data, 1, size, file) != (size_t) size)
 		goto read_error;
 	FreeFile(file);
 	file = NULL;
-	unlink(FW_DUMP_FILE);
 
 	/* check everything before using anything */
 	memcpy(header, data, sizeof(header));
@@ -898,6 +926,8 @@ fw_shmem_load(void)
 		counter->userid = record.userid;
 		loaded++;
 	}
+	if (i == header[2] && p != end)
+		goto bad_file;
 	pfree(data);
 	ereport(LOG,
 			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header[2])));
@@ -918,5 +948,4 @@ done:
 		FreeFile(file);
 	if (data)
 		pfree(data);
-	unlink(FW_DUMP_FILE);
 }

@@ -70,7 +70,7 @@ REVOKE ALL ON fw_counter FROM PUBLIC;
 COMMENT ON TABLE fw_counter IS
 'counters of the table backend (fixed_window.storage = table, or auto without preload); fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it; userid: role of the last fw_limit call; calls .. since: statistics of the row, added up by fw_stats';
 
--- Statistics of table rows that fw_gc() or fw_reset() deleted, per limit.
+-- Statistics of deleted table rows, per limit.
 CREATE UNLOGGED TABLE fw_stat (
     name text COLLATE "C" PRIMARY KEY,
     calls bigint NOT NULL,
@@ -82,26 +82,37 @@ CREATE UNLOGGED TABLE fw_stat (
 REVOKE ALL ON fw_stat FROM PUBLIC;
 
 COMMENT ON TABLE fw_stat IS
-'statistics of the table backend''s rows that fw_gc() or fw_reset() deleted, per limit; part of fw_stats';
+'statistics of the table backend''s deleted rows, per limit; part of fw_stats';
 
-CREATE FUNCTION fw_stat_keep(name text, calls bigint, allowed bigint, denied bigint,
-                             last_denied_at timestamptz, since timestamptz)
-RETURNS void
-LANGUAGE sql VOLATILE
+-- Whatever deletes counter rows (fw_gc, fw_reset, an admin's DELETE) adds
+-- their statistics to fw_stat first.
+CREATE FUNCTION fw_counter_deleted()
+RETURNS trigger
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-    INSERT INTO @extschema@.fw_stat AS s VALUES ($1, $2, $3, $4, $5, $6)
+BEGIN
+    INSERT INTO @extschema@.fw_stat AS s
+    SELECT name, sum(calls), sum(allowed), sum(denied), max(last_denied_at), min(since)
+    FROM gone
+    GROUP BY name
     ON CONFLICT (name) DO UPDATE
         SET calls = s.calls + excluded.calls,
             allowed = s.allowed + excluded.allowed,
             denied = s.denied + excluded.denied,
             last_denied_at = greatest(s.last_denied_at, excluded.last_denied_at),
-            since = least(s.since, excluded.since)
-$$;
-REVOKE ALL ON FUNCTION fw_stat_keep(text, bigint, bigint, bigint, timestamptz, timestamptz) FROM PUBLIC;
+            since = least(s.since, excluded.since);
+    RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION fw_counter_deleted() FROM PUBLIC;
 
-COMMENT ON FUNCTION fw_stat_keep(text, bigint, bigint, bigint, timestamptz, timestamptz) IS
-'add the statistics of a deleted counter row to fw_stat (used by fw_gc and fw_reset)';
+COMMENT ON FUNCTION fw_counter_deleted() IS
+'trigger of fw_counter: keeps the statistics of deleted counter rows in fw_stat';
+
+CREATE TRIGGER fw_counter_keep_stats
+    AFTER DELETE ON fw_counter
+    REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION fw_counter_deleted();
 
 CREATE FUNCTION fw_now()
 RETURNS timestamptz
@@ -120,11 +131,8 @@ AS $$
         DELETE FROM @extschema@.fw_counter AS c
         WHERE c.fresh_from <= @extschema@.fw_now()
           AND (c.fresh_until IS NULL OR @extschema@.fw_now() < c.fresh_until)
-        RETURNING c.*),
-    kept AS (
-        SELECT @extschema@.fw_stat_keep(name, calls, allowed, denied, last_denied_at, since)
-        FROM gone)
-    SELECT count(*) FROM kept
+        RETURNING 1)
+    SELECT count(*) FROM gone
 $$;
 REVOKE ALL ON FUNCTION fw_gc() FROM PUBLIC;
 
@@ -183,11 +191,8 @@ AS $$
     WITH gone AS (
         DELETE FROM @extschema@.fw_counter AS c
         WHERE c.name = $1 AND ($2 IS NULL OR c.key = $2)
-        RETURNING c.*),
-    kept AS (
-        SELECT @extschema@.fw_stat_keep(name, calls, allowed, denied, last_denied_at, since)
-        FROM gone)
-    SELECT @extschema@.fw_shmem_reset($1, $2) + (SELECT count(*) FROM kept)
+        RETURNING 1)
+    SELECT @extschema@.fw_shmem_reset($1, $2) + (SELECT count(*) FROM gone)
 $$;
 REVOKE ALL ON FUNCTION fw_reset(text, text) FROM PUBLIC;
 

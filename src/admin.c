@@ -90,15 +90,15 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	bool		nulls[FW_COUNTERS_COLS] = {false};
 
 	values[0] = PointerGetDatum(cstring_to_text_with_len(counter->name, counter->name_len));
-	if (scan->all_keys || counter->userid == GetUserId())
+	if (scan->all_keys || counter->data.userid == GetUserId())
 		values[1] = PointerGetDatum(cstring_to_text_with_len(counter->key, counter->key_len));
 	else
 		nulls[1] = true;
-	values[2] = TimestampTzGetDatum(counter->window_start);
-	values[3] = TimestampTzGetDatum(counter->window_end);
-	values[4] = Int32GetDatum(counter->tokens);
-	values[5] = Int32GetDatum(counter->rate);
-	values[6] = Int32GetDatum(counter->capacity);
+	values[2] = TimestampTzGetDatum(counter->data.window_start);
+	values[3] = TimestampTzGetDatum(counter->data.window_end);
+	values[4] = Int32GetDatum(counter->data.tokens);
+	values[5] = Int32GetDatum(counter->data.rate);
+	values[6] = Int32GetDatum(counter->data.capacity);
 	tuplestore_putvalues(scan->store, scan->tupdesc, values, nulls);
 	return false;
 }

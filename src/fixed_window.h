@@ -27,7 +27,6 @@ typedef struct FwIdentity
 	const char *key;
 	int			key_len;
 	uint32		hash;			/* of all three, to find the counter */
-	uint64		hash64;			/* of name and key: phases and key locks */
 } FwIdentity;
 
 /* fixed_window.storage */
@@ -47,7 +46,7 @@ typedef enum FwApplyResult
 } FwApplyResult;
 
 /* limit.c */
-extern uint64 fw_key_hash64(const char *name, int name_len, const char *key, int key_len);
+extern uint64 fw_identity_hash64(const FwIdentity *id);
 extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
 							 const char *key, int key_len);
 extern void fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
@@ -67,6 +66,17 @@ extern bool fw_save;
 extern void fw_define_gucs(void);
 extern TimestampTz fw_clock_now(void);
 
+/* What a counter in shared memory holds besides its identity. */
+typedef struct FwCounterData
+{
+	int64		window_start;
+	int64		window_end;		/* derivable; kept for inspection and reclaim */
+	int32		tokens;
+	int32		rate;			/* as given by the last fw_limit call, */
+	int32		capacity;		/* for inspection and reclaim */
+	Oid			userid;			/* role of the last fw_limit call */
+} FwCounterData;
+
 /* A counter as the admin functions see it. */
 typedef struct FwCounterView
 {
@@ -74,12 +84,7 @@ typedef struct FwCounterView
 	int			name_len;
 	const char *key;
 	int			key_len;
-	int64		window_start;
-	int64		window_end;
-	int32		tokens;
-	int32		rate;
-	int32		capacity;
-	Oid			userid;
+	FwCounterData data;
 } FwCounterView;
 
 typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);

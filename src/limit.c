@@ -89,11 +89,11 @@ fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
  * the key lock of the table backend.  Stable for a given server build.
  */
 uint64
-fw_key_hash64(const char *name, int name_len, const char *key, int key_len)
+fw_identity_hash64(const FwIdentity *id)
 {
-	uint64		seed = hash_bytes_extended((const unsigned char *) name, name_len, 0);
+	uint64		seed = hash_bytes_extended((const unsigned char *) id->name, id->name_len, 0);
 
-	return hash_bytes_extended((const unsigned char *) key, key_len, seed);
+	return hash_bytes_extended((const unsigned char *) id->key, id->key_len, seed);
 }
 
 /*
@@ -121,7 +121,6 @@ fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
 							hash_combine(hash_bytes((const unsigned char *) name, name_len),
 										 hash_bytes((const unsigned char *) key, key_len)));
 	fw_shmem_prefetch(id->hash);
-	id->hash64 = fw_key_hash64(name, name_len, key, key_len);
 }
 
 /*
@@ -189,7 +188,7 @@ fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
 				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
 
 	if (start == NULL &&
-		fw_phase_start(&limit->period, id->hash64, &limit->start) != FW_STATUS_OK)
+		fw_phase_start(&limit->period, fw_identity_hash64(id), &limit->start) != FW_STATUS_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("period is too long to derive a start from the key")));

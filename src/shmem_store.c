@@ -70,12 +70,7 @@ typedef struct FwCounter
 	Oid			dbid;
 	uint16		name_len;
 	uint16		key_len;
-	int32		tokens;
-	int32		rate;			/* as given by the last fw_limit call, */
-	int32		capacity;		/* for inspection */
-	Oid			userid;			/* role of the last fw_limit call */
-	int64		window_start;
-	int64		window_end;		/* derivable; kept for inspection and reclaim */
+	FwCounterData data;
 	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
 } FwCounter;
 
@@ -430,9 +425,9 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 	if (slot != FW_NIL)
 	{
 		counter = &fw_slots[slot].counter;
-		state.window_start = counter->window_start;
-		state.window_end = counter->window_end;
-		state.tokens = counter->tokens;
+		state.window_start = counter->data.window_start;
+		state.window_end = counter->data.window_end;
+		state.tokens = counter->data.tokens;
 	}
 
 	if (fw_decide(limit, counter ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
@@ -449,12 +444,12 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 		}
 		if (counter != NULL)
 		{
-			counter->window_start = decision->state.window_start;
-			counter->window_end = decision->state.window_end;
-			counter->tokens = decision->state.tokens;
-			counter->rate = limit->rate;
-			counter->capacity = limit->capacity;
-			counter->userid = GetUserId();
+			counter->data.window_start = decision->state.window_start;
+			counter->data.window_end = decision->state.window_end;
+			counter->data.tokens = decision->state.tokens;
+			counter->data.rate = limit->rate;
+			counter->data.capacity = limit->capacity;
+			counter->data.userid = GetUserId();
 
 			/*
 			 * This counter may become reclaimable before the others: lower
@@ -582,12 +577,7 @@ fw_foreach_visit(FwCounter *counter, void *arg)
 	view.name_len = counter->name_len;
 	view.key = text + counter->name_len;
 	view.key_len = counter->key_len;
-	view.window_start = counter->window_start;
-	view.window_end = counter->window_end;
-	view.tokens = counter->tokens;
-	view.rate = counter->rate;
-	view.capacity = counter->capacity;
-	view.userid = counter->userid;
+	view.data = counter->data;
 	remove = foreach->visitor(&view, foreach->arg);
 	pfree(text);
 	return remove;
@@ -665,14 +655,14 @@ fw_reclaim_visit(FwCounter *counter, void *arg)
 {
 	FwReclaim  *reclaim = (FwReclaim *) arg;
 
-	if (counter->capacity != counter->rate)
+	if (counter->data.capacity != counter->data.rate)
 		return false;
-	if (counter->window_end <= reclaim->now)
+	if (counter->data.window_end <= reclaim->now)
 	{
 		reclaim->freed++;
 		return true;
 	}
-	reclaim->next = Min(reclaim->next, counter->window_end);
+	reclaim->next = Min(reclaim->next, counter->data.window_end);
 	return false;
 }
 
@@ -717,14 +707,9 @@ fw_shmem_reclaim(TimestampTz now)
 typedef struct FwDumpRecord
 {
 	Oid			dbid;
-	Oid			userid;
 	int32		name_len;
 	int32		key_len;
-	int32		tokens;
-	int32		rate;
-	int32		capacity;
-	int64		window_start;
-	int64		window_end;
+	FwCounterData data;
 } FwDumpRecord;
 
 /*
@@ -800,14 +785,9 @@ fw_shmem_dump(int code, Datum arg)
 
 			memset(&record, 0, sizeof(record));
 			record.dbid = counter->dbid;
-			record.userid = counter->userid;
 			record.name_len = counter->name_len;
 			record.key_len = counter->key_len;
-			record.tokens = counter->tokens;
-			record.rate = counter->rate;
-			record.capacity = counter->capacity;
-			record.window_start = counter->window_start;
-			record.window_end = counter->window_end;
+			record.data = counter->data;
 			ok = fw_dump_write(file, &crc, &record, sizeof(record)) &&
 				fw_dump_write(file, &crc, text, counter->name_len + counter->key_len);
 			pfree(text);
@@ -896,7 +876,6 @@ fw_shmem_load(void)
 		FwDumpRecord record;
 		FwIdentity	id;
 		uint32		slot;
-		FwCounter  *counter;
 
 		if (end - p < (long) sizeof(record))
 			goto bad_file;
@@ -912,18 +891,12 @@ fw_shmem_load(void)
 		p += record.name_len + record.key_len;
 
 		/* a counter that answers as no counter would is not worth a slot */
-		if (record.capacity == record.rate && record.window_end <= now)
+		if (record.data.capacity == record.data.rate && record.data.window_end <= now)
 			continue;
 		slot = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id);
 		if (slot == FW_NIL)
 			break;				/* a smaller max_counters: keep what fits */
-		counter = &fw_slots[slot].counter;
-		counter->window_start = record.window_start;
-		counter->window_end = record.window_end;
-		counter->tokens = record.tokens;
-		counter->rate = record.rate;
-		counter->capacity = record.capacity;
-		counter->userid = record.userid;
+		fw_slots[slot].counter.data = record.data;
 		loaded++;
 	}
 	if (i == header[2] && p != end)

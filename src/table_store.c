@@ -391,7 +391,7 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
 	ScanKeyInit(&keys[0], COL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, name);
 	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
-	fw_key_locktag(&create_lock, id->hash64);
+	fw_key_locktag(&create_lock, fw_identity_hash64(id));
 
 retry:
 	CHECK_FOR_INTERRUPTS();

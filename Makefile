@@ -16,7 +16,7 @@ DATA = sql/fixed_window--1.0.sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
-REGRESS = fw_api fw_seeds fw_windows fw_errors fw_clock fw_admin
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin
 REGRESS_TABLE = fw_table
 ISOLATION_TABLE = fw_table_concurrent
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf

@@ -6,13 +6,15 @@
 #   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
 #   isolation-table     transactions on the table backend
-#   tap         TAP tests (PostgreSQL::Test::Cluster), concurrency under load
+#   tap         TAP tests (PostgreSQL::Test::Cluster): load across window
+#               boundaries, restarts, crashes, a standby, full memory, and the
+#               property test against the Python reference model
 #
 # As root the tests run as the unprivileged "postgres" account in a private
 # copy of the tree, since PostgreSQL refuses to run as root.
 source "$(dirname "$0")/lib.sh"
 
-fw_base_packages
+fw_base_packages python3
 fw_build_install
 
 work=$(fw_private_dir)

@@ -1,0 +1,121 @@
+# Load across real window boundaries: 32 pgbench sessions call fw_limit with
+# one-second windows on the real clock for several seconds, on one hot key
+# and on 1,000 keys, with shared-memory counters and then table counters.
+# Every call is logged with the time before and after it and the reset_after
+# it got, which names its window exactly.  In every window of every key,
+# exactly min(rate, calls) calls are allowed: never more (over-admitting)
+# and never fewer (tokens lost across a boundary); on the hot key that is
+# exactly "rate" in each of at least five full windows.
+#
+# Nothing here waits for time to pass beyond the pgbench run itself, and no
+# assertion depends on how fast the machine is, except that 32 sessions make
+# more than 1,000 calls a second (they make tens of thousands here).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $seconds = 7;
+my $hot_rate = 1000;
+my $keys_rate = 2;
+
+my $node = PostgreSQL::Test::Cluster->new('boundaries');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'fixed_window'
+max_connections = 50
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION fixed_window;
+CREATE UNLOGGED TABLE calls (run text, key text, ok boolean,
+    t0 timestamptz, t1 timestamptz, reset_after interval);
+CREATE FUNCTION load_call(run text, k text, rate integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+    r fw_result;
+BEGIN
+    r := fw_limit(run, k, rate, '1 second');
+    INSERT INTO calls VALUES (run, k, r.ok, t0, clock_timestamp(), r.reset_after);
+END
+$$;
+-- The window of each call: the call was judged at some time between t0 and
+-- t1, and ended its window reset_after later, on a whole second; that second
+-- is unique while t1 - t0 is under a second.
+CREATE VIEW call_windows AS
+    SELECT run, key, ok,
+           ceil(extract(epoch FROM t0 + reset_after)) AS window_end,
+           ceil(extract(epoch FROM t0 + reset_after)) + 1
+               <= extract(epoch FROM t1 + reset_after) AS ambiguous
+    FROM calls;
+CREATE VIEW per_window AS
+    WITH runs AS (
+        SELECT run, extract(epoch FROM min(t0)) AS first_call,
+               extract(epoch FROM max(t1)) AS last_call
+        FROM calls GROUP BY run)
+    SELECT w.run, key, window_end,
+           count(*) FILTER (WHERE ok) AS allowed, count(*) AS calls,
+           window_end - 1 >= first_call AND window_end <= last_call AS full_window
+    FROM call_windows w JOIN runs USING (run)
+    GROUP BY w.run, key, window_end, first_call, last_call;
+});
+
+foreach my $storage ('shmem', 'table')
+{
+	$node->safe_psql('postgres', "ALTER DATABASE postgres SET fixed_window.storage = '$storage'");
+
+	foreach my $case ([ 'hot', $hot_rate, "'hot'" ], [ 'keys', $keys_rate, ':k::text' ])
+	{
+		my ($what, $rate, $key) = @$case;
+		my $run = "${what}_$storage";
+
+		$node->pgbench(
+			"--no-vacuum --client=32 --jobs=2 --protocol=prepared --time=$seconds",
+			0,
+			[qr{processed: \d+}],
+			[qr{^$}],
+			"32 sessions for $seconds seconds ($run)",
+			{
+				"007_$run" => qq{
+	\\set k random(1, 1000)
+	SELECT load_call('$run', $key, $rate);
+	}
+			});
+
+		my $summary = $node->safe_psql('postgres', qq{
+			SELECT count(*), count(*) FILTER (WHERE ok) FROM calls WHERE run = '$run'});
+		note "$run: calls, allowed: $summary";
+
+		is($node->safe_psql('postgres',
+				"SELECT count(*) FROM call_windows WHERE run = '$run' AND ambiguous"),
+			'0', "every call's window is known ($run)");
+
+		is($node->safe_psql('postgres', qq{
+				SELECT count(*) FROM per_window
+				WHERE run = '$run' AND allowed <> least($rate, calls)}),
+			'0', "every key allowed exactly min($rate, calls) in every window ($run)");
+
+		cmp_ok($node->safe_psql('postgres', qq{
+				SELECT count(DISTINCT window_end) FROM per_window
+				WHERE run = '$run' AND full_window}),
+			'>=', 5, "at least five full windows ($run)");
+	}
+
+	is($node->safe_psql('postgres', qq{
+			SELECT count(*) FROM per_window
+			WHERE run = 'hot_$storage' AND full_window
+			  AND NOT (allowed = $hot_rate AND calls > $hot_rate)}),
+		'0', "the hot key allowed exactly $hot_rate of more calls in each full window ($storage)");
+
+	cmp_ok($node->safe_psql('postgres', qq{
+			SELECT count(*) FROM per_window
+			WHERE run = 'keys_$storage' AND allowed = $keys_rate AND calls > $keys_rate}),
+		'>', 0, "keys that were called more than the rate were limited ($storage)");
+}
+
+$node->stop;
+done_testing();

@@ -13,6 +13,8 @@ $primary->init(allows_streaming => 1);
 $primary->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'fixed_window'
 fixed_window.max_counters = 1000
+# a fixed clock (copied to the standby): no window ends during the test
+fixed_window.debug_now = '2026-06-01 12:00:00+00'
 });
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION fixed_window');

@@ -1,8 +1,8 @@
 # Shared-memory counters survive a clean restart (written at shutdown, read
 # at start; counters whose window ended meanwhile and that answer as no
 # counter would are dropped); fixed_window.save = off keeps nothing; a
-# truncated or corrupt file is ignored with a LOG message; after a crash the
-# server comes back with no counters.
+# truncated, corrupt or other-version file is ignored with a LOG message;
+# after a crash the server comes back with no counters.
 use strict;
 use warnings;
 
@@ -20,19 +20,20 @@ restart_after_crash = on
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
-# Real clock: a day-long counter stays live across the restart, a
-# one-microsecond one is over long before the server is back.
-$node->safe_psql('postgres', q{
-	SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7);
+# Real clock: a day-long counter, its window starting now, stays live across
+# the restarts, a one-microsecond one is over long before the server is back.
+my $start = $node->safe_psql('postgres', 'SELECT now()');
+$node->safe_psql('postgres', qq{
+	SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7);
 	SELECT fw_limit('gone', 'k', 10, '1 microsecond');
-	SELECT fw_limit('long', repeat('x', 2048), 10, '1 day', cost => 3);
+	SELECT fw_limit('long', repeat('x', 2048), 10, '1 day', '$start', cost => 3);
 });
 
 sub remaining
 {
 	my ($name, $key) = @_;
 	return $node->safe_psql('postgres',
-		"SELECT remaining FROM fw_check('$name', $key, 10, '1 day', cost => 0)");
+		"SELECT remaining FROM fw_check('$name', $key, 10, '1 day', '$start', cost => 0)");
 }
 
 $node->restart;
@@ -58,7 +59,7 @@ ok($node->log_contains(qr/ignoring file "pg_stat\/fixed_window.stat": it is trun
 is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
 
 # A truncated file: the same.
-$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7)");
 $node->stop;
 truncate($file, (-s $file) - 9) or die "truncate: $!";
 $log_offset = -s $node->logfile;
@@ -66,8 +67,22 @@ $node->start;
 ok($node->log_contains(qr/ignoring file .*truncated, corrupt/, $log_offset), 'a truncated file is ignored');
 is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
 
+# A file of another format version (the header's second word): the same.
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7)");
+$node->stop;
+open($fh, '+<', $file) or die "open $file: $!";
+binmode $fh;
+seek($fh, 4, 0);
+print $fh pack('L', 99);
+close $fh;
+$log_offset = -s $node->logfile;
+$node->start;
+ok($node->log_contains(qr/ignoring file .*of another format/, $log_offset),
+	'a file of another format version is ignored');
+is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
+
 # fixed_window.save = off: nothing is kept.
-$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7)");
 $node->append_conf('postgresql.conf', 'fixed_window.save = off');
 $node->restart;
 is(remaining('keep', "'k'"), '10', 'save = off keeps nothing');
@@ -76,12 +91,12 @@ $node->append_conf('postgresql.conf', 'fixed_window.save = on');
 $node->restart;
 
 # A crash: immediate stop, and a backend killed with SIGKILL.
-$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7)");
 $node->stop('immediate');
 $node->start;
 is(remaining('keep', "'k'"), '10', 'after an immediate stop counters start empty');
 
-$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', cost => 7)");
+$node->safe_psql('postgres', "SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7)");
 my $victim = $node->background_psql('postgres');
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $victim_pid;

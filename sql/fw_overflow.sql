@@ -45,10 +45,19 @@ SELECT fw_limit('big', 'days', 1, '1 day', cost => 2147483647, capacity => 21474
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS counters FROM fw_counters WHERE key = 'days';
 
--- Microsecond windows counted from 1970 are 1.8e15 windows, from the
--- earliest timestamp PostgreSQL has about 2.1e17: still exact.
+-- 7-microsecond windows counted from 1970 (2.5e14 of them) and from 4713 BC
+-- (3.0e16), on grids one microsecond apart: still exact.
 SELECT reset_after FROM fw_limit('big', 'epoch', 3, '7 microseconds');
-SELECT reset_after FROM fw_limit('big', 'bc', 3, '7 microseconds', '4713-01-01 00:00+00 BC');
+SELECT reset_after FROM fw_limit('big', 'bc', 3, '7 microseconds', '4713-01-01 00:00:00.000001+00 BC');
+
+-- The largest rate per microsecond, a century later: 3.2e15 windows of
+-- 2^31 - 1 tokens would be 6.8e24 tokens, beyond 64 bits; the counter is
+-- simply full.
+SET fixed_window.debug_now = '2026-03-10 12:00+00';
+SELECT remaining FROM fw_limit('big', 'usec max', 2147483647, '1 microsecond', cost => 2147483647, capacity => 2147483647);
+SET fixed_window.debug_now = '2126-03-10 12:00+00';
+SELECT remaining FROM fw_limit('big', 'usec max', 2147483647, '1 microsecond', cost => 1, capacity => 2147483647);
+SET fixed_window.debug_now = '2026-03-10 12:00+00';
 
 -- Millennia: exact (100000 days) and calendar (5000 years) periods.
 SELECT reset_after FROM fw_limit('big', 'exact', 1, '100000 days');

@@ -7,9 +7,12 @@
 # and never fewer (tokens lost across a boundary); on the hot key that is
 # exactly "rate" in each of at least five full windows.
 #
-# Nothing here waits for time to pass beyond the pgbench run itself, and no
-# assertion depends on how fast the machine is, except that 32 sessions make
-# more than 1,000 calls a second (they make tens of thousands here).
+# Nothing here waits for time to pass beyond the pgbench run itself.  What
+# the test assumes of the machine: 32 sessions make more than 1,000 calls a
+# second on one key (they make 20,000 to 55,000 here), no single call takes a
+# second (the slowest take tens of milliseconds), and the wall clock is not
+# stepped back by NTP during the run.  A call that took a second or more is
+# reported as ambiguous rather than guessed.
 use strict;
 use warnings;
 
@@ -46,11 +49,14 @@ $$;
 -- The window of each call: the call was judged at some time between t0 and
 -- t1, and ended its window reset_after later, on a whole second; that second
 -- is unique while t1 - t0 is under a second.
+-- A call whose interval holds no whole second got a wrong reset_after.
 CREATE VIEW call_windows AS
     SELECT run, key, ok,
            ceil(extract(epoch FROM t0 + reset_after)) AS window_end,
            ceil(extract(epoch FROM t0 + reset_after)) + 1
-               <= extract(epoch FROM t1 + reset_after) AS ambiguous
+               <= extract(epoch FROM t1 + reset_after) AS ambiguous,
+           ceil(extract(epoch FROM t0 + reset_after))
+               > extract(epoch FROM t1 + reset_after) AS inconsistent
     FROM calls;
 CREATE VIEW per_window AS
     WITH runs AS (
@@ -93,6 +99,9 @@ foreach my $storage ('shmem', 'table')
 		is($node->safe_psql('postgres',
 				"SELECT count(*) FROM call_windows WHERE run = '$run' AND ambiguous"),
 			'0', "every call's window is known ($run)");
+		is($node->safe_psql('postgres',
+				"SELECT count(*) FROM call_windows WHERE run = '$run' AND inconsistent"),
+			'0', "every call's reset_after ends its window on a whole second ($run)");
 
 		is($node->safe_psql('postgres', qq{
 				SELECT count(*) FROM per_window

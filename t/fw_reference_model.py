@@ -466,7 +466,7 @@ def psql(script):
 def phase_hashes(calls):
     """The 64-bit hash of each (name, key) that asks for its phase.
 
-    The phase is defined on PostgreSQL's documented hashtextextended():
+    The phase is defined on PostgreSQL's own SQL-callable hash,
     hashtextextended(key, hashtextextended(name, 0)), taken as unsigned.
     """
     pairs = sorted({(c['name'], c['key']) for c in calls

@@ -51,13 +51,13 @@ $$;
 -- is unique while t1 - t0 is under a second.
 -- A call whose interval holds no whole second got a wrong reset_after.
 CREATE VIEW call_windows AS
-    SELECT run, key, ok,
-           ceil(extract(epoch FROM t0 + reset_after)) AS window_end,
-           ceil(extract(epoch FROM t0 + reset_after)) + 1
-               <= extract(epoch FROM t1 + reset_after) AS ambiguous,
-           ceil(extract(epoch FROM t0 + reset_after))
-               > extract(epoch FROM t1 + reset_after) AS inconsistent
-    FROM calls;
+    SELECT run, key, ok, window_end,
+           window_end + 1 <= latest_end AS ambiguous,
+           window_end > latest_end AS inconsistent
+    FROM (SELECT run, key, ok,
+                 ceil(extract(epoch FROM t0 + reset_after)) AS window_end,
+                 extract(epoch FROM t1 + reset_after) AS latest_end
+          FROM calls) AS c;
 CREATE VIEW per_window AS
     WITH runs AS (
         SELECT run, extract(epoch FROM min(t0)) AS first_call,

@@ -131,11 +131,8 @@ class Limit:
         return low
 
 
-PATHS = collections.Counter()
-
-
 def decide(limit, old, now):
-    """The answer and the new (window_start, tokens) of one call.
+    """The answer, the new (window_start, tokens) and the path taken.
 
     Each window boundary crossed grants rate tokens up to capacity; a new
     key holds rate tokens; a counter never moves back to an older window.
@@ -143,18 +140,18 @@ def decide(limit, old, now):
     k = limit.index(now)
     window_start = limit.boundary(k)
     if old is None:
-        PATHS['new key'] += 1
+        path = 'new key'
         tokens = limit.rate
     elif old[0] == window_start:
-        PATHS['same window'] += 1
+        path = 'same window'
         tokens = min(old[1], limit.capacity)
     else:
         k_old = limit.index(old[0])
         if k_old < k:
-            PATHS['later window'] += 1
+            path = 'later window'
             tokens = min(limit.capacity, old[1] + (k - k_old) * limit.rate)
         else:
-            PATHS['counter ahead of the clock' if k_old > k else 'same window, other grid'] += 1
+            path = 'counter ahead of the clock' if k_old > k else 'same window, other grid'
             k = k_old
             window_start = limit.boundary(k)
             tokens = min(old[1], limit.capacity)
@@ -165,7 +162,7 @@ def decide(limit, old, now):
     else:
         windows = -(-(limit.cost - tokens) // limit.rate)
         retry_after = int64(limit.boundary(k + windows) - now)
-    return (retry_after is None, retry_after, tokens, reset_after), (window_start, tokens)
+    return (retry_after is None, retry_after, tokens, reset_after), (window_start, tokens), path
 
 
 class SqlError(Exception):
@@ -220,16 +217,18 @@ class Model:
     def __init__(self, phase_hash):
         self.counters = {}
         self.phase_hash = phase_hash
+        self.paths = collections.Counter()  # how often each path of decide ran
 
     def call(self, call):
         try:
             limit = validate(call, self.phase_hash)
             identity = (call['name'], call['key'])
-            answer, state = decide(limit, self.counters.get(identity), call['now'])
+            answer, state, path = decide(limit, self.counters.get(identity), call['now'])
         except SqlError as e:
             return 'error|' + e.sqlstate
         except OutOfRange:
             return 'error|22008'
+        self.paths[path] += 1
         if call['consume']:
             self.counters[identity] = state
         ok, retry_after, remaining, reset_after = answer
@@ -506,7 +505,7 @@ def main():
     print('seed %d, %s: %d calls (%s; %s), %d mismatches' % (
         args.seed, args.storage, len(calls),
         ', '.join('%s %d' % item for item in sorted(outcomes.items())),
-        ', '.join('%s %d' % item for item in sorted(PATHS.items())), mismatches))
+        ', '.join('%s %d' % item for item in sorted(model.paths.items())), mismatches))
     return 0 if mismatches == 0 and len(actual) == len(expected) else 1
 
 

@@ -1,5 +1,10 @@
 --
--- fw_seeds: the worked examples of the documents this project started from.
+-- fw_seeds: the worked examples of the documents this project started from,
+-- each replayed through fw_limit and fw_check at a fixed clock (debug_now):
+-- seed 004's table of tokens with rollover up to a capacity, seed 001's
+-- window numbers counted from the Unix epoch (read from reset_after),
+-- seed 002's burst across a boundary with the retry_after of each denial,
+-- and seed 003's two granularities checked together.
 --
 CREATE EXTENSION fixed_window;
 SET DateStyle = 'ISO, YMD';
@@ -29,19 +34,33 @@ BEGIN
     END LOOP;
 END $$;
 
--- Seed 001: 60-second windows, Unix time 1700000100 is the start of window
--- 28333335 = floor(1700000100 / 60); the default start is the Unix epoch.
-SELECT floor(1700000100 / 60.0) AS window_id,
-       to_timestamp(28333335 * 60) = to_timestamp(1700000100) AS window_start_matches;
-SET fixed_window.debug_now = '2023-11-14 22:15:00+00';
-SELECT extract(epoch FROM current_setting('fixed_window.debug_now')::timestamptz) AS unix_time;
-SELECT * FROM fw_limit('rlaas', 'alice', 5, '60 seconds');
+-- Seed 001: 60-second windows on the default start, the Unix epoch: at Unix
+-- time 1700000100 a call is in window 28333335 = floor(1700000100 / 60),
+-- which starts at that very second.  seed001_call sets the clock to a Unix
+-- time and calls fw_limit; the call's window is read from its answer: it
+-- ends reset_after later, so it starts 60 seconds before that, and its
+-- number is that start / 60 (a fraction would show).
+CREATE FUNCTION seed001_call(unix_time numeric,
+    OUT ok boolean, OUT remaining integer, OUT reset_after interval,
+    OUT window_start numeric, OUT window_id numeric)
+LANGUAGE plpgsql AS $$
+DECLARE
+    at timestamptz := to_timestamp(unix_time);
+    r fw_result;
+BEGIN
+    PERFORM set_config('fixed_window.debug_now', at::text, false);
+    r := fw_limit('rlaas', 'alice', 5, '60 seconds');
+    ok := r.ok;
+    remaining := r.remaining;
+    reset_after := r.reset_after;
+    window_start := trim_scale(extract(epoch FROM at + r.reset_after) - 60);
+    window_id := trim_scale(window_start / 60);
+END $$;
+SELECT * FROM seed001_call(1700000100);
 -- 59.999999 s later: still window 28333335, the last microsecond of it.
-SET fixed_window.debug_now = '2023-11-14 22:15:59.999999+00';
-SELECT * FROM fw_limit('rlaas', 'alice', 5, '60 seconds');
+SELECT * FROM seed001_call(1700000159.999999);
 -- Unix time 1700000160: window 28333336, a fresh counter.
-SET fixed_window.debug_now = '2023-11-14 22:16:00+00';
-SELECT * FROM fw_limit('rlaas', 'alice', 5, '60 seconds');
+SELECT * FROM seed001_call(1700000160);
 
 -- Seed 002: 5 requests per minute; 5 at 00:58 and 5 at 01:02 all pass
 -- (the boundary burst of a fixed window), the 6th of each is denied.

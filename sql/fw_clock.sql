@@ -1,5 +1,9 @@
 --
--- fw_clock: the clock is the real time of each call; only a superuser can fix it.
+-- fw_clock: what clock a call is judged at.  Without debug_now it is the
+-- real time of the call itself, not the transaction's start (checked
+-- exactly, with no tolerance, and with the same output at any time of day);
+-- debug_now takes any finite timestamptz in the session's zone, refuses bad
+-- values, can be set by superusers only, and empty gives the real clock back.
 --
 CREATE EXTENSION fixed_window;
 SET DateStyle = 'ISO, YMD';
@@ -7,9 +11,15 @@ SET IntervalStyle = 'postgres';
 SET TimeZone = 'UTC';
 \set SHOW_CONTEXT never
 
--- The real clock, read per call, not the transaction's start.  Within one
--- transaction, after the clock has moved on, each call's window ends
--- reset_after after a time between the clock readings around it.
+-- The real clock, read per call, not the transaction's start.  Inside a
+-- transaction, after the clock has moved past its start, fw_limit is called
+-- between two clock readings, "before" and "after".  With 1-hour windows
+-- (whole UTC hours) the call was judged at its window's end minus
+-- reset_after, and that end is the one whole hour in [before + reset_after,
+-- after + reset_after] (the readings are less than an hour apart), the last
+-- whole hour up to after + reset_after.  Whichever hour that is, the judged
+-- time must lie between the readings, so the output is the same at any
+-- time, also when an hour ends during the call.
 BEGIN;
 SELECT count(*) > 0 AS busy FROM generate_series(1, 300000);
 DO $$
@@ -17,13 +27,13 @@ DECLARE
     before timestamptz := clock_timestamp();
     r fw_result := fw_limit('clock', 'k', 10, '1 hour');
     after timestamptz := clock_timestamp();
-    called_at timestamptz := date_trunc('hour', before) + interval '1 hour' - r.reset_after;
+    called_at timestamptz := date_trunc('hour', after + r.reset_after) - r.reset_after;
 BEGIN
-    IF date_trunc('hour', before) <> date_trunc('hour', after) THEN
-        RAISE NOTICE 'skipped: the hour changed during the call';
-        RETURN;
-    END IF;
     ASSERT before > now(), 'the clock has moved past the transaction start';
+    ASSERT r.ok AND r.remaining = 9,
+        format('fw_limit of a new key: ok %s, remaining %s, not t and 9', r.ok, r.remaining);
+    ASSERT r.reset_after > interval '0' AND r.reset_after <= interval '1 hour',
+        format('reset_after %s is not within one window', r.reset_after);
     ASSERT called_at BETWEEN before AND after,
         format('judged at %s, not between %s and %s', called_at, before, after);
     RAISE NOTICE 'judged at the time of the call';
@@ -64,10 +74,25 @@ SELECT ok, remaining, reset_after FROM fw_limit('clock', 'role', 2, '1 minute');
 RESET ROLE;
 DROP ROLE fw_clock_user;
 
--- Empty means the real clock again.
+-- Empty means the real clock again.  A single window of 2,400,000 hours
+-- from the epoch (it ends on 2243-10-17) ends at a known instant, so
+-- fw_check's reset_after gives the exact time the call was judged at, not
+-- merely its time within a period: it lies between the clock readings
+-- around the call.  (The 1-hour check above cannot see a clock off by whole
+-- hours, such as local time taken for UTC; this one can.)
 SET fixed_window.debug_now = '';
-SELECT abs(extract(epoch FROM date_trunc('day', clock_timestamp()) + interval '1 day'
-                               - reset_after - clock_timestamp())) < 5 AS real_clock
-FROM fw_check('clock', 'daily', 10, '1 day');
+DO $$
+DECLARE
+    before timestamptz := clock_timestamp();
+    r fw_result := fw_check('clock', 'real', 10, '2400000 hours');
+    after timestamptz := clock_timestamp();
+    called_at timestamptz := timestamptz '1970-01-01 00:00+00' + interval '2400000 hours' - r.reset_after;
+BEGIN
+    ASSERT r.ok AND r.remaining = 9,
+        format('fw_check of a new key: ok %s, remaining %s, not t and 9', r.ok, r.remaining);
+    ASSERT called_at BETWEEN before AND after,
+        format('judged at %s, not between %s and %s', called_at, before, after);
+    RAISE NOTICE 'judged on the real clock';
+END $$;
 
 DROP EXTENSION fixed_window;

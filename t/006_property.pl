@@ -4,6 +4,10 @@
 # SQLSTATE must match (an internal error, XX000, is one the model never
 # predicts), and no backend may crash: shared-memory counters written by the
 # first runs must still be there at the end, as a crash restart empties them.
+#
+# Requires python3 on PATH: the reference model is a Python 3 script.  make
+# test installs it (scripts/test.sh asks fw_base_packages for python3).
+# Without it this test fails at once, naming python3; it never skips.
 use strict;
 use warnings;
 
@@ -13,6 +17,22 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $model = dirname(__FILE__) . '/fw_reference_model.py';
+
+# Without python3 there is nothing to compare against: a failure that says
+# so, not a skip that would pass.
+my $python = eval {
+	IPC::Run::run([ 'python3', '--version' ], '>', \my $out, '2>', \my $err);
+};
+if (!$python)
+{
+	fail('python3 runs');
+	diag('t/006_property.pl needs python3 on PATH to run the reference model '
+		  . "$model; install it (on Debian: apt-get install python3; "
+		  . '"make test" installs it when run as root)');
+	done_testing();
+	exit;
+}
+
 my $calls = $ENV{FW_PROPERTY_CALLS} // 20000;
 my @seeds = split /,/, ($ENV{FW_PROPERTY_SEEDS} // '20261122,7');
 

@@ -5,18 +5,20 @@ MODULE_big = fixed_window
 OBJS = \
 	src/admin.o \
 	src/fixed_window.o \
-	src/guc.o \
+	src/identity.o \
 	src/limit.o \
+	src/settings.o \
 	src/shmem_store.o \
 	src/stats.o \
+	src/store.o \
 	src/table_store.o \
 	src/trigger.o \
 	src/window.o
-DATA = sql/fixed_window--1.0.sql
+DATA = sql/fixed_window--1.0.sql sql/fixed_window--1.0--1.0.1.sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
-REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening
 REGRESS_TABLE = fw_table
 ISOLATION_TABLE = fw_table_concurrent
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf

@@ -57,8 +57,8 @@ SELECT email, ip FROM signups ORDER BY id;
 DO $$
 BEGIN
     INSERT INTO signups (email, ip) VALUES ('e@example.com', '192.0.2.1');
-EXCEPTION WHEN SQLSTATE 'FW429' THEN
-    RAISE NOTICE 'caught FW429: %', SQLERRM;
+EXCEPTION WHEN SQLSTATE 'RL429' THEN
+    RAISE NOTICE 'caught RL429: %', SQLERRM;
 END $$;
 -- Optional start and cost: a row costs 2 of 3 per hour.
 CREATE TABLE uploads (id serial, owner text);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * admin.c
- *	  What admins see and do: the counters in shared memory, resets.
+ *	  What admins see and do: the counters and statistics in shared
+ *	  memory, resets, the clock.
  *
  * Keys can be personal data (emails, IP addresses), so a role sees the keys
  * of counters last used by itself only, unless it is a superuser or has the
@@ -21,17 +22,21 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "settings.h"
+#include "shmem_store.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(fw_shmem_counters);
 PG_FUNCTION_INFO_V1(fw_may_see_key);
 PG_FUNCTION_INFO_V1(fw_shmem_reset);
+PG_FUNCTION_INFO_V1(fw_shmem_stats);
+PG_FUNCTION_INFO_V1(fw_shmem_stats_reset);
+PG_FUNCTION_INFO_V1(fw_now);
+PG_FUNCTION_INFO_V1(fw_displayable);
 
 #define FW_COUNTERS_COLS	7
-
-#if PG_VERSION_NUM < 140000
-#define ROLE_PG_READ_ALL_STATS DEFAULT_ROLE_READ_ALL_STATS
-#endif
+#define FW_STATS_COLS		6
 
 static bool
 fw_sees_all_keys(void)
@@ -48,31 +53,29 @@ fw_may_see_key(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(PG_GETARG_OID(0) == GetUserId() || fw_sees_all_keys());
 }
 
-/* Set up a set-returning function that fills a tuplestore. */
-void
-fw_materialized_srf(FunctionCallInfo fcinfo)
+/*
+ * A counter's window may start or end outside the timestamps PostgreSQL
+ * can show (4713 BC to 294276 AD), which would make every reader of
+ * fw_counters fail: such bounds read as -infinity or infinity, which still
+ * compare correctly with any time.
+ */
+static TimestampTz
+fw_displayable_time(int64 t)
 {
-#if PG_VERSION_NUM >= 150001
-	InitMaterializedSRF(fcinfo, 0);
-#else
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TupleDesc	tupdesc;
-	MemoryContext oldcontext;
+	if (IS_VALID_TIMESTAMP(t))
+		return t;
+	return (t < MIN_TIMESTAMP) ? DT_NOBEGIN : DT_NOEND;
+}
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
-	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
-	MemoryContextSwitchTo(oldcontext);
-#endif
+/*
+ * fw_displayable(timestamptz) returns timestamptz
+ *
+ * The same for the table backend's rows, in the fw_counters view.
+ */
+Datum
+fw_displayable(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(fw_displayable_time(PG_GETARG_TIMESTAMPTZ(0)));
 }
 
 typedef struct FwCountersScan
@@ -94,8 +97,8 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 		values[1] = PointerGetDatum(cstring_to_text_with_len(counter->key, counter->key_len));
 	else
 		nulls[1] = true;
-	values[2] = TimestampTzGetDatum(counter->data.window_start);
-	values[3] = TimestampTzGetDatum(counter->data.window_end);
+	values[2] = TimestampTzGetDatum(fw_displayable_time(counter->data.window_start));
+	values[3] = TimestampTzGetDatum(fw_displayable_time(counter->data.window_end));
 	values[4] = Int32GetDatum(counter->data.tokens);
 	values[5] = Int32GetDatum(counter->data.rate);
 	values[6] = Int32GetDatum(counter->data.capacity);
@@ -115,7 +118,7 @@ fw_shmem_counters(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FwCountersScan scan;
 
-	fw_materialized_srf(fcinfo);
+	fw_init_materialized_srf(fcinfo);
 	scan.store = rsinfo->setResult;
 	scan.tupdesc = rsinfo->setDesc;
 	scan.all_keys = fw_sees_all_keys();
@@ -175,4 +178,74 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	scan.removed = 0;
 	fw_shmem_foreach(fw_match_name, &scan, true);
 	PG_RETURN_INT64(scan.removed);
+}
+
+typedef struct FwStatsScan
+{
+	Tuplestorestate *store;
+	TupleDesc	tupdesc;
+} FwStatsScan;
+
+static void
+fw_collect_stats(const FwStatsView *stats, void *arg)
+{
+	FwStatsScan *scan = (FwStatsScan *) arg;
+	Datum		values[FW_STATS_COLS];
+	bool		nulls[FW_STATS_COLS] = {false};
+
+	if (stats->name != NULL)
+		values[0] = PointerGetDatum(cstring_to_text_with_len(stats->name, stats->name_len));
+	else
+		nulls[0] = true;
+	values[1] = Int64GetDatum((int64) stats->calls);
+	values[2] = Int64GetDatum((int64) stats->allowed);
+	values[3] = Int64GetDatum((int64) stats->denied);
+	values[4] = TimestampTzGetDatum(stats->last_denied_at);
+	nulls[4] = (stats->last_denied_at == 0);
+	values[5] = TimestampTzGetDatum(stats->since);
+	tuplestore_putvalues(scan->store, scan->tupdesc, values, nulls);
+}
+
+/*
+ * fw_shmem_stats() returns setof (name, calls, allowed, denied,
+ * last_denied_at, since)
+ *
+ * The statistics of this database's limits in shared memory; a row with a
+ * NULL name counts the calls of limits that found no room.
+ */
+Datum
+fw_shmem_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FwStatsScan scan;
+
+	fw_init_materialized_srf(fcinfo);
+	scan.store = rsinfo->setResult;
+	scan.tupdesc = rsinfo->setDesc;
+	fw_stats_foreach(MyDatabaseId, fw_collect_stats, &scan);
+	return (Datum) 0;
+}
+
+/*
+ * fw_shmem_stats_reset() returns void
+ *
+ * Forget the statistics of this database's limits in shared memory; their
+ * entries are free for any limit again.
+ */
+Datum
+fw_shmem_stats_reset(PG_FUNCTION_ARGS)
+{
+	fw_stats_forget_database(MyDatabaseId);
+	PG_RETURN_VOID();
+}
+
+/*
+ * fw_now() returns timestamptz
+ *
+ * The time calls are judged at now, for scheduling fw_gc() and for tests.
+ */
+Datum
+fw_now(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(fw_clock_now());
 }

@@ -1,35 +1,126 @@
 /*-------------------------------------------------------------------------
  *
  * fixed_window.c
- *	  Module entry point of the fixed_window extension.
+ *	  Module entry point of the fixed_window extension: the one place that
+ *	  shows what it plugs into.
  *
  * The settings are defined whenever the library is loaded.  The shared
- * memory counters exist only when the library is in
+ * memory parts -- the counters and the statistics, peers that know nothing
+ * of each other -- exist only when the library is in
  * shared_preload_libraries, since shared memory is sized and created at
- * postmaster start.
+ * postmaster start; this file requests and starts each of them, and tells
+ * both when a database is dropped.
+ *
+ * Layers, each using only those below it:
+ *
+ *	limit.c admin.c trigger.c	the SQL-callable functions
+ *	store.c						picks a store, reports its failures
+ *	shmem_store.c table_store.c stats.c
+ *								the stores and the statistics, peers
+ *	identity.c settings.c		a call's counter and limit; settings, clock
+ *	window.c					window and token arithmetic
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "tcop/utility.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "settings.h"
+#include "shmem_store.h"
+#include "stats.h"
 
 PG_MODULE_MAGIC;
 
-#if PG_VERSION_NUM < 160000
-void		_PG_init(void);
+#ifdef FW_HAVE_SHMEM_REQUEST_HOOK
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
 #endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+
+static void
+fw_shmem_request_hook(void)
+{
+#ifdef FW_HAVE_SHMEM_REQUEST_HOOK
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	fw_shmem_request();
+	fw_stats_request();
+}
+
+static void
+fw_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	fw_shmem_startup();
+	fw_stats_startup();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * DROP DATABASE: once the database is gone, so are its counters and
+ * statistics, so that a database created later with the same OID does not
+ * inherit them.  Only after the drop succeeded: it can still fail after
+ * the drop's own object-access hook, for example while other sessions are
+ * connected.
+ */
+static void
+fw_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
+						FW_UTILITY_READ_ONLY_TREE_PARAM ProcessUtilityContext context,
+						ParamListInfo params, QueryEnvironment *queryEnv,
+						DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	Oid			dropped = InvalidOid;
+
+	if (IsA(parsetree, DropdbStmt))
+		dropped = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+
+	if (prev_process_utility_hook)
+		prev_process_utility_hook(pstmt, queryString, FW_UTILITY_READ_ONLY_TREE_ARG
+								  context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, FW_UTILITY_READ_ONLY_TREE_ARG
+								context, params, queryEnv, dest, qc);
+
+	if (OidIsValid(dropped))
+	{
+		fw_shmem_drop_database(dropped);
+		fw_stats_forget_database(dropped);
+	}
+}
 
 void
 _PG_init(void)
 {
-	fw_define_gucs();
+	fw_define_settings();
 
-	if (!process_shared_preload_libraries_in_progress)
-		return;
+	if (process_shared_preload_libraries_in_progress)
+	{
+		fw_shmem_define_settings();
 
-	fw_shmem_install_hooks();
+#ifdef FW_HAVE_SHMEM_REQUEST_HOOK
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = fw_shmem_request_hook;
+#else
+		fw_shmem_request_hook();
+#endif
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = fw_shmem_startup_hook;
+		prev_process_utility_hook = ProcessUtility_hook;
+		ProcessUtility_hook = fw_process_utility_hook;
+	}
+
+	MarkGUCPrefixReserved("fixed_window");
 }

@@ -25,7 +25,9 @@
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "identity.h"
+#include "store.h"
 
 PG_FUNCTION_INFO_V1(fw_limit);
 PG_FUNCTION_INFO_V1(fw_check);
@@ -75,123 +77,7 @@ fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
 	t = PG_GETARG_TEXT_PP(arg);
 	*data = VARDATA_ANY(t);
 	*len = VARSIZE_ANY_EXHDR(t);
-	if (*len > max_bytes)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("argument \"%s\" is too long", fw_arg_names[arg]),
-				 errdetail("The value is %d bytes; at most %d bytes are allowed.",
-						   *len, max_bytes),
-				 errhint("Pass a shorter value, for example a digest such as md5() of it.")));
-}
-
-/*
- * The 64-bit hash of a limit name and key: the phase of start => NULL, and
- * the key lock of the table backend.  Stable for a given server build.
- */
-uint64
-fw_identity_hash64(const FwIdentity *id)
-{
-	uint64		seed = hash_bytes_extended((const unsigned char *) id->name, id->name_len, 0);
-
-	return hash_bytes_extended((const unsigned char *) id->key, id->key_len, seed);
-}
-
-/*
- * The identity of the counter (name, key) of this database, its lengths
- * already checked.
- */
-void
-fw_identity_init(FwIdentity *id, const char *name, int name_len,
-				 const char *key, int key_len)
-{
-	fw_identity_init_db(id, MyDatabaseId, name, name_len, key, key_len);
-}
-
-/* The same for a counter of any database. */
-void
-fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
-					const char *key, int key_len)
-{
-	id->name = name;
-	id->name_len = name_len;
-	id->key = key;
-	id->key_len = key_len;
-	id->dbid = dbid;
-	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
-							hash_combine(hash_bytes((const unsigned char *) name, name_len),
-										 hash_bytes((const unsigned char *) key, key_len)));
-	fw_shmem_prefetch(id->hash);
-}
-
-/*
- * Check a limit's parameters into *limit.  start NULL asks for the phase of
- * the key; capacity NULL means the rate.
- */
-void
-fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
-			  const Interval *period, const TimestampTz *start, int32 cost,
-			  const int32 *capacity)
-{
-	limit->rate = rate;
-	if (rate <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rate must be greater than zero"),
-				 errdetail("The rate given was %d.", rate)));
-
-	if (
-#ifdef INTERVAL_NOT_FINITE
-		INTERVAL_NOT_FINITE(period) ||
-#endif
-		!fw_period_from_interval(period->month, period->day, period->time,
-								 &limit->period))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("period must be a positive interval"),
-				 errdetail("The period given was \"%s\".",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(period)))),
-				 errhint("Use a period such as '1 minute', '1 day' or '1 month'. "
-						 "A period with a month or year part must not have a negative day or time part.")));
-
-	if (start != NULL)
-	{
-		limit->start = *start;
-		if (TIMESTAMP_NOT_FINITE(limit->start))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("start must be a finite timestamp"),
-					 errdetail("The start given was %s.",
-							   TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity")));
-	}
-
-	limit->capacity = capacity ? *capacity : rate;
-	if (limit->capacity < rate)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("capacity must be at least the rate"),
-				 errdetail("The capacity given was %d and the rate %d.",
-						   limit->capacity, rate)));
-
-	limit->cost = cost;
-	if (cost < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cost must not be negative"),
-				 errdetail("The cost given was %d.", cost)));
-	if (cost > limit->capacity)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cost must not exceed the capacity"),
-				 errdetail("The cost given was %d and the capacity %d, so the call could never be allowed.",
-						   cost, limit->capacity),
-				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
-
-	if (start == NULL &&
-		fw_phase_start(&limit->period, fw_identity_hash64(id), &limit->start) != FW_STATUS_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("period is too long to derive a start from the key")));
+	fw_check_length(fw_arg_names[arg], *len, max_bytes);
 }
 
 /* Read and check the arguments of fw_limit or fw_check. */
@@ -208,6 +94,7 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
 	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
 	fw_identity_init(id, name, name_len, key, key_len);
+	fw_prefetch(id);
 
 	fw_require_arg(fcinfo, ARG_RATE);
 	fw_require_arg(fcinfo, ARG_PERIOD);
@@ -324,7 +211,7 @@ fw_result_cache(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("fw_result must have the columns ok, retry_after, remaining and reset_after"),
-				 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
+				 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 	for (i = 0; i < FW_RESULT_NATTS; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
@@ -335,7 +222,7 @@ fw_result_cache(FunctionCallInfo fcinfo)
 					 errmsg("column %d of fw_result has type %s instead of %s",
 							i + 1, format_type_be(att->atttypid),
 							format_type_be(fw_result_types[i])),
-					 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
+					 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 	}
 
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
@@ -387,70 +274,6 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 	fw_usecs_interval(decision->reset_after, data + shape->offset[FW_RESULT_RESET_AFTER]);
 
 	return PointerGetDatum(row);
-}
-
-/* Where counters live, by fixed_window.storage. */
-bool
-fw_use_shmem(void)
-{
-	if (fw_storage == FW_STORAGE_TABLE)
-		return false;
-	if (fw_storage == FW_STORAGE_SHMEM && !fw_shmem_available())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("fixed_window must be loaded via shared_preload_libraries to keep counters in shared memory"),
-				 errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server, "
-						 "or set fixed_window.storage to auto or table.")));
-	return fw_shmem_available();
-}
-
-/* Decide one call on the configured storage; every failure is an error. */
-void
-fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
-		 FwDecision *decision)
-{
-	FwApplyResult result;
-
-	if (fw_use_shmem())
-	{
-		result = fw_shmem_apply(id, limit, consume, decision);
-		if (consume && (result == FW_APPLY_OK || (result == FW_APPLY_FULL && fw_fail_open)))
-			fw_stats_count(id, decision);
-	}
-	else
-		result = fw_table_apply(id, limit, consume, decision);
-
-	if (result == FW_APPLY_OUT_OF_RANGE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("window boundary out of range"),
-				 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
-				 errhint("Use a shorter period or a start closer to the present.")));
-	if (result == FW_APPLY_FULL && fw_fail_open)
-	{
-		static TimestampTz last_warning = 0;
-		TimestampTz now = GetCurrentTimestamp();
-
-		/* the decision is that of a new key: allowed, and not counted */
-		if (TimestampDifferenceExceeds(last_warning, now, 60 * 1000))
-		{
-			ereport(WARNING,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
-					 errdetail("No room was found among the %d counter slots (fixed_window.max_counters), and fixed_window.fail_open is on.",
-							   fw_max_counters),
-					 errhint("Raise fixed_window.max_counters and restart the server. This warning repeats at most once a minute per session.")));
-			last_warning = now;
-		}
-		result = FW_APPLY_OK;
-	}
-	if (result == FW_APPLY_FULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("no room for a new rate limit counter"),
-				 errdetail("No room was found among the %d counter slots (fixed_window.max_counters): they hold live counters.",
-						   fw_max_counters),
-				 errhint("Raise fixed_window.max_counters and restart the server, or set fixed_window.fail_open to allow such calls uncounted.")));
 }
 
 static Datum

@@ -7,7 +7,8 @@
  * fixed_window.max_counters, and never grows.  It is one allocation of
  * three parts:
  *
- *	- FwShared, a small header with the free list;
+ *	- FwShared, a header: the free list, the reclaim hint and the slots
+ *	  each database holds;
  *	- buckets[], the head slot of each hash chain (a power of two of them);
  *	- slots[], an array of FW_SLOT_SIZE-byte slots.
  *
@@ -18,42 +19,77 @@
  * Slots are addressed by index, so the table has no pointers and no
  * allocator of its own beyond the free list.
  *
- * Locking.  The buckets are divided among FW_NUM_PARTITIONS LWLocks: the
- * bucket of a hash is its low bits, and the partition is the low bits of
- * the bucket, so a chain and every slot reachable from it belong to one
- * partition.  A call takes its partition's lock exclusively to update a
- * counter (fw_limit) or shared to read it (fw_check), reads the clock while
- * holding it, and releases it before returning; no call holds two
- * partition locks.  Calls on different keys thus contend only when their
- * keys share a partition, and calls on one key are totally ordered by the
- * lock, each judged on the state the previous one left and at a time no
- * earlier than it.
+ * Locks.  There are FW_NUM_PARTITIONS + 1 LWLocks and one spinlock:
  *
- * The free list is shared by all partitions and protected by a spinlock,
- * which is taken only to move one slot on or off the list, or to count them
- * (while a partition lock is held, never the other way round), and held for
- * a few instructions.
+ *	- partition locks: the bucket of a hash is its low bits, and the
+ *	  partition of a bucket is the low bits of the bucket, so a chain and
+ *	  every slot reachable from it belong to one partition.  A call takes its
+ *	  partition's lock exclusively to update or create a counter (fw_limit)
+ *	  or shared to read it (fw_check), reads the clock while holding it, and
+ *	  releases it before returning.  Calls on one key are thus totally
+ *	  ordered, each judged on the state the previous one left and at a time
+ *	  no earlier than it.
+ *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming and claiming an
+ *	  entry of databases[].  A call that finds no room takes it, then
+ *	  retries, then reclaims, so that while one backend reclaims the others
+ *	  wait and then find the slots it freed.
+ *	- the mutex (a spinlock): held for a few instructions to move slots on
+ *	  or off the free list and change the counts that go with them.
+ *
+ * Order: the admin lock before a partition lock before the mutex.  A walk
+ * over the whole table takes one partition lock at a time, in index order;
+ * nothing ever holds two partition locks.
+ *
+ * What guards each field:
+ *
+ *	FwShared.locks, nbuckets, nslots, database_limit_base
+ *					set at startup, never change
+ *	FwShared.free_head, nfree
+ *					mutex
+ *	FwShared.reclaim_after
+ *					lowered under the mutex by any call, raised only by a
+ *					reclaim, which holds the admin lock
+ *	FwShared.databases[i].dbid
+ *					written under the admin lock and the mutex; read under
+ *					either, or without a lock by a backend looking for its
+ *					own database (whose entry cannot change while it is
+ *					connected: an entry is released only when its database
+ *					is dropped)
+ *	FwShared.databases[i].slots
+ *					mutex
+ *	buckets[b]		the partition lock of b
+ *	a counter's slots, all fields
+ *					the partition lock of its bucket, while it is in a
+ *					chain; a free slot's link belongs to the mutex
+ *
+ * The postmaster reads the table without locks when it saves it at
+ * shutdown: no backend is left then.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "common/hashfn.h"
 #include "access/xlog_internal.h"
 #include "catalog/pg_control.h"
+#include "miscadmin.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
-#include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "settings.h"
+#include "shmem_store.h"
 
 #define FW_NUM_PARTITIONS	128 /* a power of two */
+#define FW_ADMIN_LOCK		FW_NUM_PARTITIONS	/* index after the partitions */
 #define FW_SLOT_SIZE		120
-#define FW_NIL				PG_UINT32_MAX
+#define FW_NIL				PG_UINT32_MAX	/* no slot */
+#define FW_NO_DATABASE		(-1)	/* no entry of databases[] */
 #define FW_LOCK_TRANCHE		"fixed_window"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -61,6 +97,9 @@
 #else
 #define FW_PREFETCH(addr)	((void) 0)
 #endif
+
+int			fw_max_counters = 100000;
+static bool fw_save = true;
 
 typedef struct FwCounter
 {
@@ -70,6 +109,7 @@ typedef struct FwCounter
 	Oid			dbid;
 	uint16		name_len;
 	uint16		key_len;
+	uint16		database;		/* its entry of databases[] */
 	FwCounterData data;
 	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
 } FwCounter;
@@ -95,26 +135,84 @@ StaticAssertDecl(sizeof(FwSlot) == FW_SLOT_SIZE, "FwSlot must be FW_SLOT_SIZE by
 StaticAssertDecl(FW_INLINE_TEXT >= 64, "a counter must hold 64 bytes of text inline");
 StaticAssertDecl(FW_MAX_NAME_BYTES <= PG_UINT16_MAX && FW_MAX_KEY_BYTES <= PG_UINT16_MAX,
 				 "name and key lengths must fit in uint16");
+StaticAssertDecl(FW_MAX_DATABASES <= PG_UINT16_MAX, "database entries must fit in uint16");
+
+/* The slots one database holds. */
+typedef struct FwDatabaseSlots
+{
+	Oid			dbid;			/* InvalidOid: the entry is free */
+	uint32		slots;
+} FwDatabaseSlots;
 
 typedef struct FwShared
 {
-	LWLockPadded *locks;		/* FW_NUM_PARTITIONS partition locks */
+	LWLockPadded *locks;		/* partitions, then the admin lock */
 	uint32		nbuckets;		/* a power of two, >= FW_NUM_PARTITIONS */
 	uint32		nslots;
-	slock_t		mutex;			/* protects the two fields below */
+	slock_t		mutex;
 	uint32		free_head;
 	uint32		nfree;
 	int64		reclaim_after;	/* no counter is reclaimable before this */
+	FwDatabaseSlots databases[FW_MAX_DATABASES];
 } FwShared;
 
 static FwShared *fw_shared = NULL;
 static uint32 *fw_buckets = NULL;
 static FwSlot *fw_slots = NULL;
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+/* This backend's entry of databases[], once found. */
+static int	fw_my_database = FW_NO_DATABASE;
+
+static void fw_shmem_dump(int code, Datum arg);
+static void fw_shmem_load(void);
+
+static LWLock *
+fw_partition_lock(uint32 bucket)
+{
+	return &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
+}
+
+static LWLock *
+fw_admin_lock(void)
+{
+	return &fw_shared->locks[FW_ADMIN_LOCK].lock;
+}
+
+/* The most slots one database may hold, by fixed_window.database_share. */
+static uint32
+fw_database_limit(void)
+{
+	uint64		limit = (uint64) fw_shared->nslots * fw_database_share / 100;
+
+	return (uint32) Max(limit, 1);
+}
+
+/* Settings of shared memory, defined only while preloading. */
+void
+fw_shmem_define_settings(void)
+{
+	DefineCustomIntVariable("fixed_window.max_counters",
+							"Sets the number of counter slots in shared memory.",
+							psprintf("Each counter takes one %d-byte slot for a limit name and key of up to "
+									 "%d bytes together, and one more slot for every further %d bytes.",
+									 FW_SLOT_SIZE, (int) FW_INLINE_TEXT, (int) FW_OVERFLOW_TEXT),
+							&fw_max_counters,
+							100000,
+							1000,
+							100000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("fixed_window.save",
+							 "Saves shared-memory counters across server shutdowns.",
+							 "Written at a clean shutdown, read back at start; a crash loses them.",
+							 &fw_save,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+}
 
 static uint32
 fw_bucket_count(void)
@@ -146,16 +244,12 @@ fw_shmem_size(void)
 	return add_size(fw_slots_offset(), mul_size(fw_max_counters, sizeof(FwSlot)));
 }
 
-static void
+/* From shmem_request_hook (or _PG_init before 15). */
+void
 fw_shmem_request(void)
 {
-#if PG_VERSION_NUM >= 150000
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-#endif
 	RequestAddinShmemSpace(fw_shmem_size());
-	RequestNamedLWLockTranche(FW_LOCK_TRANCHE, FW_NUM_PARTITIONS);
-	fw_stats_request();
+	RequestNamedLWLockTranche(FW_LOCK_TRANCHE, FW_NUM_PARTITIONS + 1);
 }
 
 /* Empty the table: every bucket empty, every slot on the free list. */
@@ -171,22 +265,22 @@ fw_shmem_clear(void)
 	fw_shared->free_head = 0;
 	fw_shared->nfree = fw_shared->nslots;
 	fw_shared->reclaim_after = PG_INT64_MIN;
+	for (i = 0; i < FW_MAX_DATABASES; i++)
+	{
+		fw_shared->databases[i].dbid = InvalidOid;
+		fw_shared->databases[i].slots = 0;
+	}
 }
 
-static void
+/* From shmem_startup_hook, under AddinShmemInitLock. */
+void
 fw_shmem_startup(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-
 	fw_shared = ShmemInitStruct("fixed_window", fw_shmem_size(), &found);
 	fw_buckets = (uint32 *) ((char *) fw_shared + fw_buckets_offset());
 	fw_slots = (FwSlot *) ((char *) fw_shared + fw_slots_offset());
-	fw_stats_startup();
 
 	if (!found)
 	{
@@ -201,25 +295,9 @@ fw_shmem_startup(void)
 		fw_shmem_load();
 	}
 
-	LWLockRelease(AddinShmemInitLock);
-
 	/* the postmaster saves the counters when it shuts down */
 	if (!IsUnderPostmaster)
 		on_shmem_exit(fw_shmem_dump, (Datum) 0);
-}
-
-/* Called from _PG_init while shared_preload_libraries is processed. */
-void
-fw_shmem_install_hooks(void)
-{
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = fw_shmem_request;
-#else
-	fw_shmem_request();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = fw_shmem_startup;
 }
 
 bool
@@ -240,6 +318,53 @@ fw_shmem_prefetch(uint32 hash)
 		FW_PREFETCH(&fw_buckets[hash & (fw_shared->nbuckets - 1)]);
 }
 
+/*
+ * The entry of databases[] for dbid, or FW_NO_DATABASE; with claim, a free
+ * entry is taken for it if it has none (FW_NO_DATABASE when none is free).
+ */
+static int
+fw_database_entry(Oid dbid, bool claim)
+{
+	int			i;
+	int			entry = FW_NO_DATABASE;
+
+	for (i = 0; i < FW_MAX_DATABASES; i++)
+		if (fw_shared->databases[i].dbid == dbid)
+			return i;
+	if (!claim)
+		return FW_NO_DATABASE;
+
+	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
+	for (i = 0; i < FW_MAX_DATABASES; i++)
+	{
+		if (fw_shared->databases[i].dbid == dbid)
+		{
+			entry = i;
+			break;
+		}
+		if (entry == FW_NO_DATABASE && fw_shared->databases[i].dbid == InvalidOid)
+			entry = i;
+	}
+	if (entry != FW_NO_DATABASE && fw_shared->databases[entry].dbid != dbid)
+	{
+		SpinLockAcquire(&fw_shared->mutex);
+		fw_shared->databases[entry].dbid = dbid;
+		fw_shared->databases[entry].slots = 0;
+		SpinLockRelease(&fw_shared->mutex);
+	}
+	LWLockRelease(fw_admin_lock());
+	return entry;
+}
+
+/* This backend's entry, claimed on first use. */
+static int
+fw_my_database_entry(void)
+{
+	if (fw_my_database == FW_NO_DATABASE)
+		fw_my_database = fw_database_entry(MyDatabaseId, true);
+	return fw_my_database;
+}
+
 /* Slots a counter with "len" bytes of name and key needs. */
 static uint32
 fw_slots_needed(int len)
@@ -250,25 +375,33 @@ fw_slots_needed(int len)
 }
 
 /*
- * Take n slots off the free list, linked to each other through
- * overflow.next; returns the first, or FW_NIL (taking none) if fewer than n
- * are free.  The spinlock is held only to pop one slot at a time.
+ * Whether n slots are free for the database of entry "database", and, when
+ * take is true, take them off the free list, linked to each other through
+ * overflow.next: *first is set to the first.  The mutex is held only to
+ * reserve them and then to pop one slot at a time.
  */
-static uint32
-fw_alloc_slots(uint32 n)
+static FwApplyResult
+fw_alloc_slots(uint32 n, int database, bool take, uint32 *first)
 {
-	uint32		first = FW_NIL;
+	FwApplyResult result = FW_APPLY_OK;
 	uint32		i;
 
 	SpinLockAcquire(&fw_shared->mutex);
 	if (fw_shared->nfree < n)
+		result = FW_APPLY_FULL;
+	else if (database == FW_NO_DATABASE ||
+			 fw_shared->databases[database].slots + n > fw_database_limit())
+		result = FW_APPLY_DATABASE_FULL;
+	else if (take)
 	{
-		SpinLockRelease(&fw_shared->mutex);
-		return FW_NIL;
+		fw_shared->nfree -= n;	/* reserve them all at once */
+		fw_shared->databases[database].slots += n;
 	}
-	fw_shared->nfree -= n;		/* reserve them all at once */
 	SpinLockRelease(&fw_shared->mutex);
+	if (result != FW_APPLY_OK || !take)
+		return result;
 
+	*first = FW_NIL;
 	for (i = 0; i < n; i++)
 	{
 		uint32		slot;
@@ -278,12 +411,41 @@ fw_alloc_slots(uint32 n)
 		fw_shared->free_head = fw_slots[slot].overflow.next;
 		SpinLockRelease(&fw_shared->mutex);
 
-		/* build the chain backwards, so that "first" heads it */
-		fw_slots[slot].overflow.next = first;
-		first = slot;
+		/* build the chain backwards, so that *first heads it */
+		fw_slots[slot].overflow.next = *first;
+		*first = slot;
 	}
-	return first;
+	return FW_APPLY_OK;
 }
+
+/* Give back a counter's slots, already unlinked from its bucket. */
+static void
+fw_free_slots(uint32 slot)
+{
+	uint32		database = fw_slots[slot].counter.database;
+	uint32		last;
+	uint32		n = 1;
+
+	/* chain the counter's own slot to its overflow slots, then free them */
+	fw_slots[slot].overflow.next = fw_slots[slot].counter.overflow;
+	for (last = slot; fw_slots[last].overflow.next != FW_NIL; last = fw_slots[last].overflow.next)
+		n++;
+
+	SpinLockAcquire(&fw_shared->mutex);
+	fw_slots[last].overflow.next = fw_shared->free_head;
+	fw_shared->free_head = slot;
+	fw_shared->nfree += n;
+	fw_shared->databases[database].slots -= n;
+	SpinLockRelease(&fw_shared->mutex);
+}
+
+/* What fw_counter_text does with a counter's text. */
+typedef enum FwTextOp
+{
+	FW_TEXT_STORE,				/* copy the identity's name and key into it */
+	FW_TEXT_COMPARE,			/* compare them with it */
+	FW_TEXT_LOAD				/* copy it, name then key, into a buffer */
+} FwTextOp;
 
 /*
  * Copy "len" bytes of the identity's text (name then key), from "offset" of
@@ -291,7 +453,7 @@ fw_alloc_slots(uint32 n)
  * return whether they are equal.
  */
 static bool
-fw_text_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare)
+fw_identity_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare)
 {
 	while (len > 0)
 	{
@@ -320,33 +482,49 @@ fw_text_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare
 	return true;
 }
 
-/* Copy (compare false) or compare the whole text of a counter. */
+/*
+ * The one walk over a counter's text, inline then through its overflow
+ * slots: store an identity's text, compare it (returning whether equal), or
+ * load the text into buf.
+ */
 static bool
-fw_counter_text(FwCounter *counter, const FwIdentity *id, bool compare)
+fw_counter_text(FwCounter *counter, FwTextOp op, const FwIdentity *id, char *buf)
 {
-	int			total = id->name_len + id->key_len;
-	int			len = Min(total, (int) FW_INLINE_TEXT);
-	int			offset;
-	uint32		slot;
+	int			total = counter->name_len + counter->key_len;
+	char	   *piece = counter->text;
+	int			room = FW_INLINE_TEXT;
+	uint32		next = counter->overflow;
+	int			offset = 0;
 
-	if (!fw_text_piece(id, 0, counter->text, len, compare))
-		return false;
-	offset = len;
-	for (slot = counter->overflow; offset < total; slot = fw_slots[slot].overflow.next)
+	while (offset < total)
 	{
-		len = Min(total - offset, (int) FW_OVERFLOW_TEXT);
-		if (!fw_text_piece(id, offset, fw_slots[slot].overflow.text, len, compare))
+		int			len = Min(total - offset, room);
+
+		if (op == FW_TEXT_LOAD)
+			memcpy(buf + offset, piece, len);
+		else if (!fw_identity_piece(id, offset, piece, len, op == FW_TEXT_COMPARE))
 			return false;
 		offset += len;
+		if (offset < total)
+		{
+			piece = fw_slots[next].overflow.text;
+			room = FW_OVERFLOW_TEXT;
+			next = fw_slots[next].overflow.next;
+		}
 	}
 	return true;
 }
 
+/*
+ * The counter of id in its bucket, or FW_NIL; *prev is set to the counter
+ * before it in the chain (FW_NIL if first), for unlinking.
+ */
 static uint32
-fw_find(uint32 bucket, const FwIdentity *id)
+fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
 {
 	uint32		slot;
 
+	*prev = FW_NIL;
 	for (slot = fw_buckets[bucket]; slot != FW_NIL; slot = fw_slots[slot].counter.next)
 	{
 		FwCounter  *counter = &fw_slots[slot].counter;
@@ -355,73 +533,86 @@ fw_find(uint32 bucket, const FwIdentity *id)
 			counter->dbid == id->dbid &&
 			counter->name_len == id->name_len &&
 			counter->key_len == id->key_len &&
-			fw_counter_text(counter, id, true))
+			fw_counter_text(counter, FW_TEXT_COMPARE, id, NULL))
 			return slot;
+		*prev = slot;
 	}
 	return FW_NIL;
 }
 
-/* Create a counter for id at the head of its bucket; FW_NIL if full. */
-static uint32
-fw_insert(uint32 bucket, const FwIdentity *id)
+/*
+ * Create a counter for id at the head of its bucket, in the slots of the
+ * database of entry "database"; *slot is set to it.
+ */
+static FwApplyResult
+fw_insert(uint32 bucket, const FwIdentity *id, int database, uint32 *slot)
 {
-	uint32		slot = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len));
+	FwApplyResult result;
 	FwCounter  *counter;
 
-	if (slot == FW_NIL)
-		return FW_NIL;
-	counter = &fw_slots[slot].counter;
-	counter->overflow = fw_slots[slot].overflow.next;
+	result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len), database, true, slot);
+	if (result != FW_APPLY_OK)
+		return result;
+	counter = &fw_slots[*slot].counter;
+	counter->overflow = fw_slots[*slot].overflow.next;
 	counter->hash = id->hash;
 	counter->dbid = id->dbid;
 	counter->name_len = (uint16) id->name_len;
 	counter->key_len = (uint16) id->key_len;
-	fw_counter_text(counter, id, false);
+	counter->database = (uint16) database;
+	fw_counter_text(counter, FW_TEXT_STORE, id, NULL);
 	counter->next = fw_buckets[bucket];
-	fw_buckets[bucket] = slot;
-	return slot;
+	fw_buckets[bucket] = *slot;
+	return FW_APPLY_OK;
+}
+
+/* Unlink a counter from its bucket and give its slots back. */
+static void
+fw_remove(uint32 bucket, uint32 slot, uint32 prev)
+{
+	if (prev == FW_NIL)
+		fw_buckets[bucket] = fw_slots[slot].counter.next;
+	else
+		fw_slots[prev].counter.next = fw_slots[slot].counter.next;
+	fw_free_slots(slot);
+}
+
+/* A counter may become reclaimable before the others: lower the hint. */
+static void
+fw_lower_reclaim_hint(int64 window_end)
+{
+	/* read without the mutex first, to keep it off the common path */
+	if (window_end < fw_shared->reclaim_after)
+	{
+		SpinLockAcquire(&fw_shared->mutex);
+		fw_shared->reclaim_after = Min(fw_shared->reclaim_after, window_end);
+		SpinLockRelease(&fw_shared->mutex);
+	}
 }
 
 /*
  * Apply one call to the counter of id: decide it on the state found (none
  * for a new key) at the time read under the partition lock and, when
- * consume is true, store the state after it, creating the counter if
- * needed.  With consume false nothing is written or created.
+ * consume is true and the call is allowed, store the state after it,
+ * creating the counter if needed.  With consume false nothing is written
+ * or created, but a new key that would be allowed is checked for room, so
+ * that fw_check says what fw_limit would do.
  */
-static FwApplyResult fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit,
-										 bool consume, FwDecision *decision);
-
-FwApplyResult
-fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
-			   FwDecision *decision)
-{
-	FwApplyResult result = fw_shmem_apply_once(id, limit, consume, decision);
-
-	/*
-	 * Full: reclaim dead counters, with no partition lock held, and retry.
-	 * Judged no later than the real clock, so that a session whose
-	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
-	 */
-	if (result == FW_APPLY_FULL &&
-		fw_shmem_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
-		result = fw_shmem_apply_once(id, limit, consume, decision);
-	return result;
-}
-
 static FwApplyResult
 fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
-					FwDecision *decision)
+					int database, FwDecision *decision)
 {
 	uint32		bucket = id->hash & (fw_shared->nbuckets - 1);
-	LWLock	   *lock = &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
+	LWLock	   *lock = fw_partition_lock(bucket);
 	FwApplyResult result = FW_APPLY_OK;
 	FwCounter  *counter = NULL;
 	FwState		state;
+	uint32		prev;
 	uint32		slot;
 
 	LWLockAcquire(lock, consume ? LW_EXCLUSIVE : LW_SHARED);
 
-	slot = fw_find(bucket, id);
+	slot = fw_find(bucket, id, &prev);
 	if (slot != FW_NIL)
 	{
 		counter = &fw_slots[slot].counter;
@@ -432,15 +623,18 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 
 	if (fw_decide(limit, counter ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
 		result = FW_APPLY_OUT_OF_RANGE;
+	else if (!decision->ok)
+		;						/* a denial changes nothing */
+	else if (counter == NULL && !consume)
+		result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len),
+								database, false, NULL);
 	else if (consume)
 	{
 		if (counter == NULL)
 		{
-			slot = fw_insert(bucket, id);
-			if (slot != FW_NIL)
+			result = fw_insert(bucket, id, database, &slot);
+			if (result == FW_APPLY_OK)
 				counter = &fw_slots[slot].counter;
-			else
-				result = FW_APPLY_FULL;
 		}
 		if (counter != NULL)
 		{
@@ -450,20 +644,7 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 			counter->data.rate = limit->rate;
 			counter->data.capacity = limit->capacity;
 			counter->data.userid = GetUserId();
-
-			/*
-			 * This counter may become reclaimable before the others: lower
-			 * the hint (read without the spinlock first, to keep it off the
-			 * common path).
-			 */
-			if (limit->capacity == limit->rate &&
-				decision->state.window_end < fw_shared->reclaim_after)
-			{
-				SpinLockAcquire(&fw_shared->mutex);
-				fw_shared->reclaim_after = Min(fw_shared->reclaim_after,
-											   decision->state.window_end);
-				SpinLockRelease(&fw_shared->mutex);
-			}
+			fw_lower_reclaim_hint(decision->state.window_end);
 		}
 	}
 
@@ -471,62 +652,23 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 	return result;
 }
 
-/* Copy a counter's name and key, back to back, into a palloc'd buffer. */
-static char *
-fw_counter_copy_text(FwCounter *counter)
-{
-	int			total = counter->name_len + counter->key_len;
-	char	   *text = palloc(total + 1);
-	int			len = Min(total, (int) FW_INLINE_TEXT);
-	int			offset;
-	uint32		slot;
-
-	memcpy(text, counter->text, len);
-	offset = len;
-	for (slot = counter->overflow; offset < total; slot = fw_slots[slot].overflow.next)
-	{
-		len = Min(total - offset, (int) FW_OVERFLOW_TEXT);
-		memcpy(text + offset, fw_slots[slot].overflow.text, len);
-		offset += len;
-	}
-	text[total] = '\0';
-	return text;
-}
-
-/* Unlink a counter from its bucket and give its slots back. */
-static void
-fw_remove(uint32 bucket, uint32 slot, uint32 prev)
-{
-	uint32		next = fw_slots[slot].counter.next;
-	uint32		last;
-	uint32		n = 1;
-
-	if (prev == FW_NIL)
-		fw_buckets[bucket] = next;
-	else
-		fw_slots[prev].counter.next = next;
-
-	/* chain the counter's own slot to its overflow slots, then free them */
-	fw_slots[slot].overflow.next = fw_slots[slot].counter.overflow;
-	for (last = slot; fw_slots[last].overflow.next != FW_NIL; last = fw_slots[last].overflow.next)
-		n++;
-
-	SpinLockAcquire(&fw_shared->mutex);
-	fw_slots[last].overflow.next = fw_shared->free_head;
-	fw_shared->free_head = slot;
-	fw_shared->nfree += n;
-	SpinLockRelease(&fw_shared->mutex);
-}
-
 /*
  * Walk every counter, one partition at a time in index order, holding each
  * partition's lock (exclusive when the walk may remove counters) while its
- * counters are visited.  The visitor returns true to remove a counter.
+ * counters are visited; the visitor returns true to remove a counter.
+ * FW_WALK_UNLOCKED is for the postmaster alone, when no backend is left.
  */
+typedef enum FwWalkMode
+{
+	FW_WALK_READ,
+	FW_WALK_REMOVE,
+	FW_WALK_UNLOCKED
+} FwWalkMode;
+
 typedef bool (*FwSlotVisitor) (FwCounter *counter, void *arg);
 
 static void
-fw_walk(FwSlotVisitor visitor, void *arg, bool may_remove)
+fw_walk(FwSlotVisitor visitor, void *arg, FwWalkMode mode)
 {
 	int			partition;
 
@@ -535,7 +677,8 @@ fw_walk(FwSlotVisitor visitor, void *arg, bool may_remove)
 		LWLock	   *lock = &fw_shared->locks[partition].lock;
 		uint32		bucket;
 
-		LWLockAcquire(lock, may_remove ? LW_EXCLUSIVE : LW_SHARED);
+		if (mode != FW_WALK_UNLOCKED)
+			LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
 		for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
 		{
 			uint32		prev = FW_NIL;
@@ -545,15 +688,27 @@ fw_walk(FwSlotVisitor visitor, void *arg, bool may_remove)
 			{
 				uint32		next = fw_slots[slot].counter.next;
 
-				if (visitor(&fw_slots[slot].counter, arg) && may_remove)
+				if (visitor(&fw_slots[slot].counter, arg) && mode == FW_WALK_REMOVE)
 					fw_remove(bucket, slot, prev);
 				else
 					prev = slot;
 				slot = next;
 			}
 		}
-		LWLockRelease(lock);
+		if (mode != FW_WALK_UNLOCKED)
+			LWLockRelease(lock);
 	}
+}
+
+/* A counter's name and key, back to back, in a palloc'd buffer. */
+static char *
+fw_counter_copy_text(FwCounter *counter)
+{
+	char	   *text = palloc(counter->name_len + counter->key_len + 1);
+
+	fw_counter_text(counter, FW_TEXT_LOAD, NULL, text);
+	text[counter->name_len + counter->key_len] = '\0';
+	return text;
 }
 
 typedef struct FwForeach
@@ -593,7 +748,7 @@ fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 	FwForeach	foreach = {visitor, arg};
 
 	if (fw_shared != NULL)
-		fw_walk(fw_foreach_visit, &foreach, may_remove);
+		fw_walk(fw_foreach_visit, &foreach, may_remove ? FW_WALK_REMOVE : FW_WALK_READ);
 }
 
 /* Remove the counter of id, if there is one; returns whether there was. */
@@ -602,46 +757,36 @@ fw_shmem_remove(const FwIdentity *id)
 {
 	uint32		bucket;
 	LWLock	   *lock;
-	uint32		prev = FW_NIL;
+	uint32		prev;
 	uint32		slot;
-	bool		found = false;
 
 	if (fw_shared == NULL)
 		return false;
 	bucket = id->hash & (fw_shared->nbuckets - 1);
-	lock = &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
+	lock = fw_partition_lock(bucket);
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
-	for (slot = fw_buckets[bucket]; slot != FW_NIL; prev = slot, slot = fw_slots[slot].counter.next)
-	{
-		FwCounter  *counter = &fw_slots[slot].counter;
-
-		if (counter->hash == id->hash && counter->dbid == id->dbid &&
-			counter->name_len == id->name_len && counter->key_len == id->key_len &&
-			fw_counter_text(counter, id, true))
-		{
-			fw_remove(bucket, slot, prev);
-			found = true;
-			break;
-		}
-	}
+	slot = fw_find(bucket, id, &prev);
+	if (slot != FW_NIL)
+		fw_remove(bucket, slot, prev);
 	LWLockRelease(lock);
-	return found;
+	return slot != FW_NIL;
 }
 
 /*
- * Give back the slots of counters that answer exactly as no counter would:
- * without rollover (capacity = rate), every counter whose window has ended,
- * since it would refill to rate tokens like a new key.  A live counter is
- * never removed: forgetting it would reset its quota and over-admit.
- * Counters with rollover hold more than a new key from their next window
- * on and are kept too (removing them would only under-admit, but would
- * change answers).
+ * Reclaim: give back the slots of counters whose window has ended.
  *
- * Called when the table is full, without any partition lock held; takes
- * each partition's lock in index order.  Remembers the earliest time a
- * counter it kept can become reclaimable, so that a full table of live
- * counters is not rescanned on every call.  Returns the slots freed.
+ * Without rollover (capacity = rate) such a counter answers exactly as no
+ * counter would, since it refills to rate tokens.  With rollover it would
+ * refill to more than rate: forgetting it gives the key rate tokens, which
+ * can only under-admit, the safe direction; so when room is needed every
+ * counter whose window has ended goes.  A live counter is never removed:
+ * forgetting it would reset its quota and over-admit.
+ *
+ * Called with the admin lock held and no partition lock; takes each
+ * partition's lock in index order.  Remembers the earliest time a counter
+ * it kept can become reclaimable, so that a full table of live counters is
+ * not rescanned on every call.  Returns the counters removed.
  */
 typedef struct FwReclaim
 {
@@ -655,8 +800,6 @@ fw_reclaim_visit(FwCounter *counter, void *arg)
 {
 	FwReclaim  *reclaim = (FwReclaim *) arg;
 
-	if (counter->data.capacity != counter->data.rate)
-		return false;
 	if (counter->data.window_end <= reclaim->now)
 	{
 		reclaim->freed++;
@@ -666,10 +809,12 @@ fw_reclaim_visit(FwCounter *counter, void *arg)
 	return false;
 }
 
-uint32
-fw_shmem_reclaim(TimestampTz now)
+static uint32
+fw_reclaim(TimestampTz now)
 {
 	FwReclaim	reclaim = {now, PG_INT64_MAX, 0};
+
+	Assert(LWLockHeldByMeInMode(fw_admin_lock(), LW_EXCLUSIVE));
 
 	SpinLockAcquire(&fw_shared->mutex);
 	if (now < fw_shared->reclaim_after)
@@ -681,12 +826,96 @@ fw_shmem_reclaim(TimestampTz now)
 	fw_shared->reclaim_after = PG_INT64_MAX;
 	SpinLockRelease(&fw_shared->mutex);
 
-	fw_walk(fw_reclaim_visit, &reclaim, true);
+	fw_walk(fw_reclaim_visit, &reclaim, FW_WALK_REMOVE);
 
 	SpinLockAcquire(&fw_shared->mutex);
 	fw_shared->reclaim_after = Min(fw_shared->reclaim_after, reclaim.next);
 	SpinLockRelease(&fw_shared->mutex);
 	return reclaim.freed;
+}
+
+/*
+ * Apply one call (see fw_shmem_apply_once).  When there is no room for a
+ * new counter, take the admin lock -- waiting for a backend that is
+ * reclaiming -- and try again; if there is still no room, reclaim and try
+ * once more.  So FW_APPLY_FULL or FW_APPLY_DATABASE_FULL comes back only
+ * when, at that moment, no counter's window had ended.
+ */
+FwApplyResult
+fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
+			   FwDecision *decision)
+{
+	int			database = fw_my_database_entry();
+	FwApplyResult result;
+
+	Assert(id->dbid == MyDatabaseId);
+	result = fw_shmem_apply_once(id, limit, consume, database, decision);
+	if (result != FW_APPLY_FULL && result != FW_APPLY_DATABASE_FULL)
+		return result;
+
+	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
+	result = fw_shmem_apply_once(id, limit, consume, database, decision);
+
+	/*
+	 * Judged no later than the real clock, so that a session whose
+	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
+	 */
+	if ((result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL) &&
+		fw_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
+		result = fw_shmem_apply_once(id, limit, consume, database, decision);
+	LWLockRelease(fw_admin_lock());
+	return result;
+}
+
+/* How full the table is, and how much of it the database dbid holds. */
+void
+fw_shmem_usage(Oid dbid, FwShmemUsage *usage)
+{
+	int			database = fw_database_entry(dbid, false);
+
+	memset(usage, 0, sizeof(FwShmemUsage));
+	if (fw_shared == NULL)
+		return;
+	SpinLockAcquire(&fw_shared->mutex);
+	usage->nslots = fw_shared->nslots;
+	usage->nfree = fw_shared->nfree;
+	usage->database_limit = fw_database_limit();
+	usage->database_known = (database != FW_NO_DATABASE);
+	if (usage->database_known)
+		usage->database_slots = fw_shared->databases[database].slots;
+	SpinLockRelease(&fw_shared->mutex);
+}
+
+/*
+ * A dropped database's counters go with it, so that a database created
+ * later with the same OID does not inherit them; its entry of databases[]
+ * is released.  No backend is connected to it any more.
+ */
+static bool
+fw_drop_visit(FwCounter *counter, void *arg)
+{
+	return counter->dbid == *(Oid *) arg;
+}
+
+void
+fw_shmem_drop_database(Oid dbid)
+{
+	int			database;
+
+	if (fw_shared == NULL)
+		return;
+	fw_walk(fw_drop_visit, &dbid, FW_WALK_REMOVE);
+
+	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
+	database = fw_database_entry(dbid, false);
+	if (database != FW_NO_DATABASE)
+	{
+		SpinLockAcquire(&fw_shared->mutex);
+		fw_shared->databases[database].dbid = InvalidOid;
+		fw_shared->databases[database].slots = 0;
+		SpinLockRelease(&fw_shared->mutex);
+	}
+	LWLockRelease(fw_admin_lock());
 }
 
 /*
@@ -698,11 +927,18 @@ fw_shmem_reclaim(TimestampTz now)
  * exits normally, to a temporary file renamed into place, and read when
  * shared memory is created.  A file that is truncated, corrupt or of
  * another format is ignored with a LOG message; counters whose window ended
- * meanwhile and that answer as no counter would are not loaded.
+ * meanwhile are not loaded (as a reclaim would remove them).
  */
 #define FW_DUMP_FILE		"pg_stat/fixed_window.stat"
 #define FW_DUMP_MAGIC		0x46570001	/* "FW" and a format number */
 #define FW_DUMP_VERSION		1
+
+typedef struct FwDumpHeader
+{
+	uint32		magic;
+	uint32		version;
+	uint32		count;
+} FwDumpHeader;
 
 typedef struct FwDumpRecord
 {
@@ -731,21 +967,50 @@ fw_clean_shutdown(void)
 	return clean;
 }
 
-static bool
-fw_dump_write(FILE *file, pg_crc32c *crc, const void *data, size_t len)
+typedef struct FwDump
 {
-	COMP_CRC32C(*crc, data, len);
-	return fwrite(data, 1, len, file) == len;
+	FILE	   *file;			/* NULL: only count */
+	pg_crc32c	crc;
+	uint32		count;
+	bool		ok;
+} FwDump;
+
+static void
+fw_dump_write(FwDump *dump, const void *data, size_t len)
+{
+	COMP_CRC32C(dump->crc, data, len);
+	if (dump->ok && fwrite(data, 1, len, dump->file) != len)
+		dump->ok = false;
 }
 
-void
+static bool
+fw_dump_visit(FwCounter *counter, void *arg)
+{
+	FwDump	   *dump = (FwDump *) arg;
+	FwDumpRecord record;
+	char	   *text;
+
+	dump->count++;
+	if (dump->file == NULL)
+		return false;
+
+	memset(&record, 0, sizeof(record));
+	record.dbid = counter->dbid;
+	record.name_len = counter->name_len;
+	record.key_len = counter->key_len;
+	record.data = counter->data;
+	text = fw_counter_copy_text(counter);
+	fw_dump_write(dump, &record, sizeof(record));
+	fw_dump_write(dump, text, counter->name_len + counter->key_len);
+	pfree(text);
+	return false;
+}
+
+static void
 fw_shmem_dump(int code, Datum arg)
 {
-	FILE	   *file;
-	pg_crc32c	crc;
-	uint32		header[3] = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
-	uint32		bucket;
-	bool		ok = true;
+	FwDump		dump = {NULL, 0, 0, true};
+	FwDumpHeader header = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
 
 	/*
 	 * Only at a clean shutdown: never after a crash, when shared memory may
@@ -758,47 +1023,22 @@ fw_shmem_dump(int code, Datum arg)
 	if (!fw_clean_shutdown())
 		return;
 
-	/* the postmaster alone is left: no locks are needed to read the table */
-	for (bucket = 0; bucket < fw_shared->nbuckets; bucket++)
-	{
-		uint32		slot;
+	/* the postmaster alone is left: the walks need no locks */
+	fw_walk(fw_dump_visit, &dump, FW_WALK_UNLOCKED);
+	header.count = dump.count;
 
-		for (slot = fw_buckets[bucket]; slot != FW_NIL; slot = fw_slots[slot].counter.next)
-			header[2]++;
-	}
-
-	file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
-	if (file == NULL)
+	dump.file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
+	if (dump.file == NULL)
 		goto error;
-
-	INIT_CRC32C(crc);
-	ok = fw_dump_write(file, &crc, header, sizeof(header));
-	for (bucket = 0; ok && bucket < fw_shared->nbuckets; bucket++)
-	{
-		uint32		slot;
-
-		for (slot = fw_buckets[bucket]; ok && slot != FW_NIL; slot = fw_slots[slot].counter.next)
-		{
-			FwCounter  *counter = &fw_slots[slot].counter;
-			FwDumpRecord record;
-			char	   *text = fw_counter_copy_text(counter);
-
-			memset(&record, 0, sizeof(record));
-			record.dbid = counter->dbid;
-			record.name_len = counter->name_len;
-			record.key_len = counter->key_len;
-			record.data = counter->data;
-			ok = fw_dump_write(file, &crc, &record, sizeof(record)) &&
-				fw_dump_write(file, &crc, text, counter->name_len + counter->key_len);
-			pfree(text);
-		}
-	}
-	FIN_CRC32C(crc);
-	if (!ok || fwrite(&crc, sizeof(crc), 1, file) != 1)
+	INIT_CRC32C(dump.crc);
+	fw_dump_write(&dump, &header, sizeof(header));
+	fw_walk(fw_dump_visit, &dump, FW_WALK_UNLOCKED);
+	FIN_CRC32C(dump.crc);
+	if (!dump.ok || fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
 		goto error;
-	if (FreeFile(file))
+	if (FreeFile(dump.file))
 	{
-		file = NULL;
+		dump.file = NULL;
 		goto error;
 	}
 	(void) durable_rename(FW_DUMP_FILE ".tmp", FW_DUMP_FILE, LOG);
@@ -808,19 +1048,19 @@ error:
 	ereport(LOG,
 			(errcode_for_file_access(),
 			 errmsg("could not write file \"%s\": %m", FW_DUMP_FILE ".tmp")));
-	if (file)
-		FreeFile(file);
+	if (dump.file)
+		FreeFile(dump.file);
 	unlink(FW_DUMP_FILE ".tmp");
 }
 
 /* Called while shared memory is created, under AddinShmemInitLock. */
-void
+static void
 fw_shmem_load(void)
 {
 	FILE	   *file;
 	char	   *data = NULL;
 	long		size;
-	uint32		header[3];
+	FwDumpHeader header;
 	pg_crc32c	crc;
 	pg_crc32c	stored;
 	char	   *p;
@@ -861,21 +1101,24 @@ fw_shmem_load(void)
 	file = NULL;
 
 	/* check everything before using anything */
-	memcpy(header, data, sizeof(header));
+	memcpy(&header, data, sizeof(header));
 	memcpy(&stored, data + size - sizeof(crc), sizeof(crc));
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, data, size - sizeof(crc));
 	FIN_CRC32C(crc);
-	if (header[0] != FW_DUMP_MAGIC || header[1] != FW_DUMP_VERSION || !EQ_CRC32C(crc, stored))
+	if (header.magic != FW_DUMP_MAGIC || header.version != FW_DUMP_VERSION ||
+		!EQ_CRC32C(crc, stored))
 		goto bad_file;
 
 	p = data + sizeof(header);
 	end = data + size - sizeof(crc);
-	for (i = 0; i < header[2]; i++)
+	for (i = 0; i < header.count; i++)
 	{
 		FwDumpRecord record;
 		FwIdentity	id;
 		uint32		slot;
+		int			database;
+		FwApplyResult result;
 
 		if (end - p < (long) sizeof(record))
 			goto bad_file;
@@ -890,20 +1133,24 @@ fw_shmem_load(void)
 							p + record.name_len, record.key_len);
 		p += record.name_len + record.key_len;
 
-		/* a counter that answers as no counter would is not worth a slot */
-		if (record.data.capacity == record.data.rate && record.data.window_end <= now)
+		/* a counter whose window ended would be reclaimed at once */
+		if (record.data.window_end <= now)
 			continue;
-		slot = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id);
-		if (slot == FW_NIL)
+		database = fw_database_entry(record.dbid, true);
+		result = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id, database, &slot);
+		if (result == FW_APPLY_FULL)
 			break;				/* a smaller max_counters: keep what fits */
+		if (result != FW_APPLY_OK)
+			continue;			/* more than the database's share */
 		fw_slots[slot].counter.data = record.data;
+		fw_lower_reclaim_hint(record.data.window_end);
 		loaded++;
 	}
-	if (i == header[2] && p != end)
+	if (i == header.count && p != end)
 		goto bad_file;
 	pfree(data);
 	ereport(LOG,
-			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header[2])));
+			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count)));
 	return;
 
 read_error:

@@ -4,14 +4,24 @@
  *	  Per-limit statistics of calls answered from shared memory: calls,
  *	  allowed, denied, the last denial, and since when.
  *
- * A fixed array of FW_MAX_STATS entries, one per (database, limit name),
- * found by open addressing on the hash of the name.  Entries are only ever
- * added, under the stats lock, and published with a write barrier before
- * "used" is set; finding an entry and counting into it take no lock: the
- * counters are atomics.  fw_stats_reset() zeroes counters rather than
- * removing entries, so nothing can disappear under a reader.  When the
- * array has no room near a name's hash, that name's calls are counted only
- * in "dropped".
+ * A fixed-size shared hash table keyed by (database, limit name), holding
+ * at most FW_MAX_STATS names in all, of which one database may hold
+ * fixed_window.database_share percent.  The calls of a name that finds no
+ * room are counted in its database's overflow entry, whose name is NULL,
+ * so that nothing is counted nowhere and a flood of names in one database
+ * cannot stop another database's limits from being counted.  There is one
+ * overflow entry per database beyond the FW_MAX_STATS names.
+ *
+ * Locking.  One LWLock: shared to find an entry and count into it (the
+ * counts are atomics, so any number of backends count at once), exclusive
+ * to add or remove entries.  Removal happens only under the exclusive lock,
+ * so an entry found under the shared lock stays valid until it is released.
+ *
+ *	FwStats.lock, hash		set at startup, never change
+ *	FwStats.named			the lock, exclusive
+ *	the hash table's entries and keys
+ *							the lock: shared to read, exclusive to change
+ *	an entry's counts		atomics, under the lock in either mode
  *
  * The statistics live in shared memory only: a restart or crash clears
  * them.  Calls answered from the table backend are counted in its rows.
@@ -21,28 +31,29 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
-#include "fmgr.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "utils/builtins.h"
-#include "utils/timestamp.h"
+#include "utils/hsearch.h"
 
-#include "fixed_window.h"
+#include "settings.h"
+#include "stats.h"
 
-#define FW_MAX_STATS		1024	/* a power of two */
 #define FW_STATS_TRANCHE	"fixed_window stats"
-#define FW_STATS_MAX_PROBE	32		/* an entry lies this close to its hash */
+#define FW_STATS_OVERFLOW	(-1)	/* name_len of a database's overflow entry */
+#define FW_STATS_ENTRIES	(FW_MAX_STATS + FW_MAX_DATABASES)
+
+typedef struct FwStatsKey
+{
+	Oid			dbid;
+	int32		name_len;		/* or FW_STATS_OVERFLOW */
+	char		name[FW_MAX_NAME_BYTES];	/* only name_len bytes count */
+} FwStatsKey;
 
 typedef struct FwStatsEntry
 {
-	pg_atomic_uint32 used;		/* set last, once the key below is filled */
-	Oid			dbid;
-	uint32		name_hash;
-	int			name_len;
-	char		name[FW_MAX_NAME_BYTES];
+	FwStatsKey	key;			/* must be first */
 	pg_atomic_uint64 calls;
 	pg_atomic_uint64 allowed;
 	pg_atomic_uint64 denied;
@@ -52,20 +63,40 @@ typedef struct FwStatsEntry
 
 typedef struct FwStats
 {
-	LWLock	   *lock;			/* taken to add an entry */
-	pg_atomic_uint64 dropped;	/* calls of names that found no entry */
-	FwStatsEntry entries[FW_MAX_STATS];
+	LWLock	   *lock;
+	uint32		named;			/* entries with a name, all databases */
 } FwStats;
 
 static FwStats *fw_stats = NULL;
+static HTAB *fw_stats_hash = NULL;
 
-PG_FUNCTION_INFO_V1(fw_shmem_stats);
-PG_FUNCTION_INFO_V1(fw_shmem_stats_reset);
+/* Keys hash and compare on their first name_len bytes of name only. */
+static uint32
+fw_stats_key_hash(const void *key, Size keysize)
+{
+	const FwStatsKey *k = (const FwStatsKey *) key;
+	int			len = Max(k->name_len, 0);
+
+	return hash_combine(hash_bytes_uint32(k->dbid) ^ (uint32) k->name_len,
+						hash_bytes((const unsigned char *) k->name, len));
+}
+
+static int
+fw_stats_key_compare(const void *key1, const void *key2, Size keysize)
+{
+	const FwStatsKey *a = (const FwStatsKey *) key1;
+	const FwStatsKey *b = (const FwStatsKey *) key2;
+
+	if (a->dbid != b->dbid || a->name_len != b->name_len)
+		return 1;
+	return memcmp(a->name, b->name, Max(a->name_len, 0));
+}
 
 void
 fw_stats_request(void)
 {
-	RequestAddinShmemSpace(sizeof(FwStats));
+	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(FwStats)),
+									hash_estimate_size(FW_STATS_ENTRIES, sizeof(FwStatsEntry))));
 	RequestNamedLWLockTranche(FW_STATS_TRANCHE, 1);
 }
 
@@ -74,182 +105,171 @@ void
 fw_stats_startup(void)
 {
 	bool		found;
-	int			i;
+	HASHCTL		info;
 
 	fw_stats = ShmemInitStruct("fixed_window stats", sizeof(FwStats), &found);
-	if (found)
-		return;
-	fw_stats->lock = &(GetNamedLWLockTranche(FW_STATS_TRANCHE))->lock;
-	pg_atomic_init_u64(&fw_stats->dropped, 0);
-	for (i = 0; i < FW_MAX_STATS; i++)
+	if (!found)
 	{
-		FwStatsEntry *entry = &fw_stats->entries[i];
+		fw_stats->lock = &(GetNamedLWLockTranche(FW_STATS_TRANCHE))->lock;
+		fw_stats->named = 0;
+	}
+	info.keysize = sizeof(FwStatsKey);
+	info.entrysize = sizeof(FwStatsEntry);
+	info.hash = fw_stats_key_hash;
+	info.match = fw_stats_key_compare;
+	fw_stats_hash = ShmemInitHash("fixed_window stats hash",
+								  FW_STATS_ENTRIES, FW_STATS_ENTRIES, &info,
+								  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_FIXED_SIZE);
+}
 
-		pg_atomic_init_u32(&entry->used, 0);
+static void
+fw_stats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
+{
+	key->dbid = dbid;
+	key->name_len = len;
+	if (len > 0)
+		memcpy(key->name, name, len);
+}
+
+/* How many names the database holds; under the exclusive lock. */
+static uint32
+fw_stats_named_in(Oid dbid)
+{
+	HASH_SEQ_STATUS status;
+	FwStatsEntry *entry;
+	uint32		n = 0;
+
+	hash_seq_init(&status, fw_stats_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->key.dbid == dbid && entry->key.name_len != FW_STATS_OVERFLOW)
+			n++;
+	return n;
+}
+
+static FwStatsEntry *
+fw_stats_add(const FwStatsKey *key)
+{
+	bool		found;
+	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_ENTER_NULL, &found);
+
+	if (entry != NULL && !found)
+	{
 		pg_atomic_init_u64(&entry->calls, 0);
 		pg_atomic_init_u64(&entry->allowed, 0);
 		pg_atomic_init_u64(&entry->denied, 0);
 		pg_atomic_init_u64(&entry->last_denied_at, 0);
-		pg_atomic_init_u64(&entry->since, 0);
+		pg_atomic_init_u64(&entry->since, (uint64) fw_clock_now());
+		if (key->name_len != FW_STATS_OVERFLOW)
+			fw_stats->named++;
 	}
+	return entry;
 }
 
-static bool
-fw_stats_matches(FwStatsEntry *entry, Oid dbid, uint32 hash, const char *name, int len)
-{
-	return entry->dbid == dbid && entry->name_hash == hash &&
-		entry->name_len == len && memcmp(entry->name, name, len) == 0;
-}
-
-/* The entry of (database, name), adding it if asked; NULL if none. */
+/*
+ * Find or add the entry of a name, under the exclusive lock; when the name
+ * may not have one, its database's overflow entry.
+ */
 static FwStatsEntry *
-fw_stats_entry(Oid dbid, const char *name, int len, bool add)
+fw_stats_enter(const FwStatsKey *key)
 {
-	uint32		hash = hash_bytes((const unsigned char *) name, len) ^ dbid;
-	int			probe;
-	bool		room = false;
+	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_FIND, NULL);
+	FwStatsKey	overflow;
+	uint32		database_limit = Max(FW_MAX_STATS * fw_database_share / 100, 1);
 
-	for (probe = 0; probe < FW_STATS_MAX_PROBE; probe++)
-	{
-		FwStatsEntry *entry = &fw_stats->entries[(hash + probe) & (FW_MAX_STATS - 1)];
-
-		if (pg_atomic_read_u32(&entry->used) == 0)
-		{
-			room = true;
-			break;
-		}
-		pg_read_barrier();
-		if (fw_stats_matches(entry, dbid, hash, name, len))
-			return entry;
-	}
-	/* entries are never removed: with no room seen, there will be none */
-	if (!add || !room)
-		return NULL;
-
-	/* not there: add it under the lock, unless someone else just did */
-	LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
-	for (probe = 0; probe < FW_STATS_MAX_PROBE; probe++)
-	{
-		FwStatsEntry *entry = &fw_stats->entries[(hash + probe) & (FW_MAX_STATS - 1)];
-
-		if (pg_atomic_read_u32(&entry->used) == 0)
-		{
-			entry->dbid = dbid;
-			entry->name_hash = hash;
-			entry->name_len = len;
-			memcpy(entry->name, name, len);
-			pg_atomic_write_u64(&entry->calls, 0);
-			pg_atomic_write_u64(&entry->allowed, 0);
-			pg_atomic_write_u64(&entry->denied, 0);
-			pg_atomic_write_u64(&entry->last_denied_at, 0);
-			pg_atomic_write_u64(&entry->since, (uint64) fw_clock_now());
-			pg_write_barrier();
-			pg_atomic_write_u32(&entry->used, 1);
-			LWLockRelease(fw_stats->lock);
-			return entry;
-		}
-		if (fw_stats_matches(entry, dbid, hash, name, len))
-		{
-			LWLockRelease(fw_stats->lock);
-			return entry;
-		}
-	}
-	LWLockRelease(fw_stats->lock);
-	return NULL;
+	if (entry != NULL)
+		return entry;
+	if (fw_stats->named < FW_MAX_STATS &&
+		fw_stats_named_in(key->dbid) < database_limit)
+		return fw_stats_add(key);
+	fw_stats_key_init(&overflow, key->dbid, NULL, FW_STATS_OVERFLOW);
+	return fw_stats_add(&overflow);
 }
 
 /* Count one fw_limit call answered from shared memory. */
 void
 fw_stats_count(const FwIdentity *id, const FwDecision *decision)
 {
+	FwStatsKey	key;
 	FwStatsEntry *entry;
 
 	if (fw_stats == NULL)
 		return;
-	entry = fw_stats_entry(id->dbid, id->name, id->name_len, true);
+	fw_stats_key_init(&key, id->dbid, id->name, id->name_len);
+
+	LWLockAcquire(fw_stats->lock, LW_SHARED);
+	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
-		pg_atomic_fetch_add_u64(&fw_stats->dropped, 1);
+		/* a name seen for the first time: add it */
+		LWLockRelease(fw_stats->lock);
+		LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
+		entry = fw_stats_enter(&key);
+	}
+	/* NULL only beyond FW_MAX_DATABASES databases with full statistics */
+	if (entry != NULL)
+	{
+		pg_atomic_fetch_add_u64(&entry->calls, 1);
+		if (decision->ok)
+			pg_atomic_fetch_add_u64(&entry->allowed, 1);
+		else
+		{
+			pg_atomic_fetch_add_u64(&entry->denied, 1);
+			pg_atomic_write_u64(&entry->last_denied_at, (uint64) decision->now);
+		}
+	}
+	LWLockRelease(fw_stats->lock);
+}
+
+/* Visit the statistics of a database, under the shared lock. */
+void
+fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	FwStatsEntry *entry;
+
+	if (fw_stats == NULL)
 		return;
-	}
-	pg_atomic_fetch_add_u64(&entry->calls, 1);
-	if (decision->ok)
-		pg_atomic_fetch_add_u64(&entry->allowed, 1);
-	else
+	LWLockAcquire(fw_stats->lock, LW_SHARED);
+	hash_seq_init(&status, fw_stats_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		pg_atomic_fetch_add_u64(&entry->denied, 1);
-		pg_atomic_write_u64(&entry->last_denied_at, (uint64) decision->now);
+		FwStatsView view;
+
+		if (entry->key.dbid != dbid)
+			continue;
+		view.name = (entry->key.name_len == FW_STATS_OVERFLOW) ? NULL : entry->key.name;
+		view.name_len = Max(entry->key.name_len, 0);
+		view.calls = pg_atomic_read_u64(&entry->calls);
+		view.allowed = pg_atomic_read_u64(&entry->allowed);
+		view.denied = pg_atomic_read_u64(&entry->denied);
+		view.last_denied_at = (TimestampTz) pg_atomic_read_u64(&entry->last_denied_at);
+		view.since = (TimestampTz) pg_atomic_read_u64(&entry->since);
+		visitor(&view, arg);
 	}
+	LWLockRelease(fw_stats->lock);
 }
 
 /*
- * fw_shmem_stats() returns setof (name, calls, allowed, denied,
- * last_denied_at, since)
- *
- * The statistics of this database's limits in shared memory.
+ * Remove every entry of a database: its statistics start afresh
+ * (fw_stats_reset), or the database is gone.
  */
-Datum
-fw_shmem_stats(PG_FUNCTION_ARGS)
+void
+fw_stats_forget_database(Oid dbid)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			i;
-
-	fw_materialized_srf(fcinfo);
-	if (fw_stats == NULL)
-		return (Datum) 0;
-
-	for (i = 0; i < FW_MAX_STATS; i++)
-	{
-		FwStatsEntry *entry = &fw_stats->entries[i];
-		Datum		values[6];
-		bool		nulls[6] = {false};
-		uint64		last_denied;
-
-		if (pg_atomic_read_u32(&entry->used) == 0)
-			continue;
-		pg_read_barrier();
-		if (entry->dbid != MyDatabaseId)
-			continue;
-		values[0] = PointerGetDatum(cstring_to_text_with_len(entry->name, entry->name_len));
-		values[1] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->calls));
-		values[2] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->allowed));
-		values[3] = Int64GetDatum((int64) pg_atomic_read_u64(&entry->denied));
-		last_denied = pg_atomic_read_u64(&entry->last_denied_at);
-		values[4] = TimestampTzGetDatum((TimestampTz) last_denied);
-		nulls[4] = (last_denied == 0);
-		values[5] = TimestampTzGetDatum((TimestampTz) pg_atomic_read_u64(&entry->since));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
-/*
- * fw_shmem_stats_reset() returns void
- *
- * Zero the statistics of this database's limits in shared memory.
- */
-Datum
-fw_shmem_stats_reset(PG_FUNCTION_ARGS)
-{
-	TimestampTz now = fw_clock_now();
-	int			i;
+	HASH_SEQ_STATUS status;
+	FwStatsEntry *entry;
 
 	if (fw_stats == NULL)
-		PG_RETURN_VOID();
-	for (i = 0; i < FW_MAX_STATS; i++)
+		return;
+	LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, fw_stats_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		FwStatsEntry *entry = &fw_stats->entries[i];
-
-		if (pg_atomic_read_u32(&entry->used) == 0)
+		if (entry->key.dbid != dbid)
 			continue;
-		pg_read_barrier();
-		if (entry->dbid != MyDatabaseId)
-			continue;
-		pg_atomic_write_u64(&entry->calls, 0);
-		pg_atomic_write_u64(&entry->allowed, 0);
-		pg_atomic_write_u64(&entry->denied, 0);
-		pg_atomic_write_u64(&entry->last_denied_at, 0);
-		pg_atomic_write_u64(&entry->since, (uint64) now);
+		if (entry->key.name_len != FW_STATS_OVERFLOW)
+			fw_stats->named--;
+		hash_search(fw_stats_hash, &entry->key, HASH_REMOVE, NULL);
 	}
-	PG_RETURN_VOID();
+	LWLockRelease(fw_stats->lock);
 }

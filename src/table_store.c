@@ -56,7 +56,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "settings.h"
+#include "table_store.h"
 
 #define FW_TABLE			"fw_counter"
 #define FW_TABLE_PKEY		"fw_counter_pkey"
@@ -111,12 +113,13 @@ fw_reinstall_error(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("the counter table of fixed_window is missing or altered"),
-			 errhint("Reinstall the extension: DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window;")));
+			 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 }
 
+#if PG_VERSION_NUM < 160000
 /* The schema of an extension (get_extension_schema is exported from 16 on). */
 static Oid
-fw_extension_schema(Oid extension)
+get_extension_schema(Oid extension)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -134,6 +137,7 @@ fw_extension_schema(Oid extension)
 	table_close(rel, AccessShareLock);
 	return schema;
 }
+#endif
 
 /* Find fw_counter and its primary key in the extension's schema. */
 static void
@@ -149,7 +153,7 @@ fw_table_find(Oid *relid, Oid *indexid)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("extension \"fixed_window\" is not installed in this database"),
 					 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
-		schema = fw_extension_schema(extension);
+		schema = get_extension_schema(extension);
 		if (!fw_table_callback_registered)
 		{
 			CacheRegisterRelcacheCallback(fw_table_invalidate, (Datum) 0);
@@ -203,11 +207,9 @@ fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
 	Datum		values[2] = {name, key};
 	bool		isnull[2] = {false, false};
 
+	/* an update keeps (name, key): "unchanged" is a hint for btree */
 	index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
-#if PG_VERSION_NUM >= 140000
-				 unchanged,		/* an update keeps (name, key): a hint for btree */
-#endif
-				 BuildIndexInfo(index));
+				 FW_INDEX_UNCHANGED(unchanged) BuildIndexInfo(index));
 }
 
 /*
@@ -307,7 +309,7 @@ fw_table_insert(Relation rel, Relation index, HeapTuple tuple, Datum name, Datum
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	bool		inserted = true;
+	volatile bool inserted = true;	/* set in PG_CATCH, read after it */
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
@@ -339,18 +341,57 @@ fw_table_insert(Relation rel, Relation index, HeapTuple tuple, Datum name, Datum
 }
 
 /*
+ * Open the counter table and its index for a call.  DROP EXTENSION may
+ * have removed them since they were found (the call then waited for its
+ * lock and finds them gone): look again, and report a missing extension
+ * rather than a missing relation.
+ */
+static void
+fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
+{
+	int			attempt;
+
+	for (attempt = 0; attempt < 2; attempt++)
+	{
+		Oid			relid;
+		Oid			indexid;
+
+		fw_table_find(&relid, &indexid);
+		*rel = try_table_open(relid, lockmode);
+		if (*rel == NULL)
+		{
+			fw_table_relid = fw_table_indexid = InvalidOid;
+			continue;
+		}
+		*index = try_relation_open(indexid, lockmode);
+		if (*index != NULL && (*index)->rd_rel->relkind == RELKIND_INDEX)
+		{
+			fw_table_check_columns(*rel, *index);
+			return;
+		}
+		if (*index != NULL)
+			relation_close(*index, lockmode);
+		table_close(*rel, lockmode);
+		fw_table_relid = fw_table_indexid = InvalidOid;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension \"fixed_window\" was dropped during the call"),
+			 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+}
+
+/*
  * Apply one call to the row of id, as fw_shmem_apply does to a counter in
  * shared memory: decide it on the state found (none for a new key) at the
  * time read after the key's lock is held and, when consume is true, store
- * the state after it.
+ * the state after it if the call is allowed.  A denied call changes the
+ * row's statistics only, and creates no row.
  */
 FwApplyResult
 fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 			   FwDecision *decision)
 {
 	LOCKMODE	lockmode = consume ? RowExclusiveLock : AccessShareLock;
-	Oid			relid;
-	Oid			indexid;
 	Relation	rel;
 	Relation	index;
 	ScanKeyData keys[2];
@@ -359,14 +400,9 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	Datum		name;
 	Datum		key;
 	bool		found;
-	ItemPointerData tid;
 	FwState		state;
-	int64		calls = 0;		/* the statistics of the row, if found */
-	int64		allowed = 0;
-	int64		denied = 0;
-	bool		never_denied = true;
-	TimestampTz last_denied_at = 0;
-	TimestampTz since = 0;
+	Datum		values[FW_TABLE_NATTS];
+	bool		nulls[FW_TABLE_NATTS];
 	FwApplyResult result = FW_APPLY_OK;
 
 	if (RecoveryInProgress())
@@ -382,92 +418,79 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 				 errmsg("fw_limit cannot spend tokens in a read-only transaction"),
 				 errhint("fw_check answers without spending.")));
 
-	fw_table_find(&relid, &indexid);
-	rel = table_open(relid, lockmode);
-	index = index_open(indexid, lockmode);
-	fw_table_check_columns(rel, index);
+	fw_table_open(lockmode, &rel, &index);
 
 	name = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
 	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
 	ScanKeyInit(&keys[0], COL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, name);
 	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
 	fw_key_locktag(&create_lock, fw_identity_hash64(id));
+	slot = table_slot_create(rel, NULL);
 
 retry:
 	CHECK_FOR_INTERRUPTS();
-	calls = allowed = denied = 0;
-	never_denied = true;
-	last_denied_at = since = 0;
-	slot = table_slot_create(rel, NULL);
-
 	found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
 	if (consume)
 		found = fw_table_lock(rel, index, keys, slot, found, &create_lock);
 	if (found)
 	{
-		bool		isnull;
-
-		tid = slot->tts_tid;
-		state.window_start = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_START + 1, &isnull));
-		state.window_end = DatumGetTimestampTz(slot_getattr(slot, COL_WINDOW_END + 1, &isnull));
-		state.tokens = DatumGetInt32(slot_getattr(slot, COL_TOKENS + 1, &isnull));
-		calls = DatumGetInt64(slot_getattr(slot, COL_CALLS + 1, &isnull));
-		allowed = DatumGetInt64(slot_getattr(slot, COL_ALLOWED + 1, &isnull));
-		denied = DatumGetInt64(slot_getattr(slot, COL_DENIED + 1, &isnull));
-		last_denied_at = DatumGetTimestampTz(slot_getattr(slot, COL_LAST_DENIED_AT + 1, &never_denied));
-		since = DatumGetTimestampTz(slot_getattr(slot, COL_SINCE + 1, &isnull));
+		/* the row as it is; a call changes some of its columns */
+		slot_getallattrs(slot);
+		memcpy(values, slot->tts_values, sizeof(values));
+		memcpy(nulls, slot->tts_isnull, sizeof(nulls));
+		state.window_start = DatumGetTimestampTz(values[COL_WINDOW_START]);
+		state.window_end = DatumGetTimestampTz(values[COL_WINDOW_END]);
+		state.tokens = DatumGetInt32(values[COL_TOKENS]);
 	}
-	ExecDropSingleTupleTableSlot(slot);
 
 	if (fw_decide(limit, found ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
-		result = FW_APPLY_OUT_OF_RANGE;
-	else if (consume)
 	{
-		Datum		values[FW_TABLE_NATTS];
-		bool		nulls[FW_TABLE_NATTS] = {false};
+		result = FW_APPLY_OUT_OF_RANGE;
+		if (consume && !found)
+			LockRelease(&create_lock, ExclusiveLock, false);
+	}
+	else if (consume && (found || decision->ok))
+	{
 		HeapTuple	tuple;
 
-		values[COL_NAME] = name;
-		values[COL_KEY] = key;
-		values[COL_WINDOW_START] = TimestampTzGetDatum(decision->state.window_start);
-		values[COL_WINDOW_END] = TimestampTzGetDatum(decision->state.window_end);
-		values[COL_TOKENS] = Int32GetDatum(decision->state.tokens);
-		values[COL_RATE] = Int32GetDatum(limit->rate);
-		values[COL_CAPACITY] = Int32GetDatum(limit->capacity);
-		values[COL_FRESH_FROM] = TimestampTzGetDatum(decision->fresh_from);
-		nulls[COL_FRESH_FROM] = (decision->fresh_from == 0);
-		values[COL_FRESH_UNTIL] = TimestampTzGetDatum(decision->fresh_until);
-		nulls[COL_FRESH_UNTIL] = (decision->fresh_until == PG_INT64_MAX);
-		values[COL_USERID] = ObjectIdGetDatum(GetUserId());
-
-		/* this row's statistics: fw_stats adds them up per limit */
+		if (!found)
+		{
+			memset(nulls, 0, sizeof(nulls));
+			values[COL_NAME] = name;
+			values[COL_KEY] = key;
+			values[COL_CALLS] = Int64GetDatum(0);
+			values[COL_ALLOWED] = Int64GetDatum(0);
+			values[COL_DENIED] = Int64GetDatum(0);
+			nulls[COL_LAST_DENIED_AT] = true;
+			values[COL_SINCE] = TimestampTzGetDatum(decision->now);
+		}
 		if (decision->ok)
-			allowed++;
+		{
+			values[COL_WINDOW_START] = TimestampTzGetDatum(decision->state.window_start);
+			values[COL_WINDOW_END] = TimestampTzGetDatum(decision->state.window_end);
+			values[COL_TOKENS] = Int32GetDatum(decision->state.tokens);
+			values[COL_RATE] = Int32GetDatum(limit->rate);
+			values[COL_CAPACITY] = Int32GetDatum(limit->capacity);
+			values[COL_FRESH_FROM] = TimestampTzGetDatum(decision->fresh_from);
+			nulls[COL_FRESH_FROM] = (decision->fresh_from == 0);
+			values[COL_FRESH_UNTIL] = TimestampTzGetDatum(decision->fresh_until);
+			nulls[COL_FRESH_UNTIL] = (decision->fresh_until == PG_INT64_MAX);
+			values[COL_USERID] = ObjectIdGetDatum(GetUserId());
+			values[COL_ALLOWED] = Int64GetDatum(DatumGetInt64(values[COL_ALLOWED]) + 1);
+		}
 		else
 		{
-			denied++;
-			never_denied = false;
-			last_denied_at = decision->now;
+			/* a denial changes the row's statistics, nothing else */
+			values[COL_DENIED] = Int64GetDatum(DatumGetInt64(values[COL_DENIED]) + 1);
+			values[COL_LAST_DENIED_AT] = TimestampTzGetDatum(decision->now);
+			nulls[COL_LAST_DENIED_AT] = false;
 		}
-		values[COL_CALLS] = Int64GetDatum(calls + 1);
-		values[COL_ALLOWED] = Int64GetDatum(allowed);
-		values[COL_DENIED] = Int64GetDatum(denied);
-		values[COL_LAST_DENIED_AT] = TimestampTzGetDatum(last_denied_at);
-		nulls[COL_LAST_DENIED_AT] = never_denied;
-		values[COL_SINCE] = TimestampTzGetDatum(found ? since : decision->now);
+		values[COL_CALLS] = Int64GetDatum(DatumGetInt64(values[COL_CALLS]) + 1);
 
 		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
 		if (found)
 		{
-#if PG_VERSION_NUM >= 160000
-			TU_UpdateIndexes update_indexes;
-
-			simple_heap_update(rel, &tid, tuple, &update_indexes);
-			if (update_indexes != TU_None)
-#else
-			simple_heap_update(rel, &tid, tuple);
-			if (!HeapTupleIsHeapOnly(tuple))
-#endif
+			if (fw_heap_update(rel, &slot->tts_tid, tuple))
 				fw_index_insert(rel, index, tuple, name, key, true);
 		}
 		else
@@ -482,7 +505,10 @@ retry:
 		/* let later calls of this transaction see the row */
 		CommandCounterIncrement();
 	}
+	else if (consume && !found)
+		LockRelease(&create_lock, ExclusiveLock, false);	/* no row to create */
 
+	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return result;

@@ -8,7 +8,7 @@
  *
  * Arguments: limit name, column, rate, period, and optionally start and
  * cost.  Each row spends cost tokens of the counter (name, value of the
- * column), exactly as fw_limit would; a denied row raises SQLSTATE FW429
+ * column), exactly as fw_limit would; a denied row raises SQLSTATE RL429
  * with the time to wait in the hint, so that applications can catch it.
  * Bad arguments are reported at the first row, naming the trigger.
  *
@@ -16,21 +16,32 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "identity.h"
+#include "store.h"
 
 PG_FUNCTION_INFO_V1(fw_trigger);
 
-/* The SQLSTATE of a row over its limit: "FW", then HTTP's 429. */
-#define ERRCODE_FW_LIMIT_EXCEEDED	MAKE_SQLSTATE('F','W','4','2','9')
+/*
+ * The SQLSTATE of a row over its limit: class "RL" (rate limit), which
+ * lies in the range the SQL standard leaves to implementations (classes
+ * starting with I to Z), then HTTP's 429.
+ */
+#define ERRCODE_RATE_LIMIT_EXCEEDED	MAKE_SQLSTATE('R','L','4','2','9')
+
+#define FW_UNIX_EPOCH	(-INT64CONST(946684800000000))	/* fw_limit's default start */
 
 static void pg_attribute_noreturn()
 fw_trigger_arg_error(TriggerData *trigdata, const char *what, const char *value)
@@ -65,23 +76,90 @@ fw_trigger_fix_setting(const char *name, const char *value)
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
-/* Words that timestamptz input reads as a moving time, not a fixed one. */
+/*
+ * Whether timestamptz input would read the value as a time that moves with
+ * the clock ("now", "today 10:00", "Tomorrow", ...): a grid anchored there
+ * moves too, and every row would pass.  The value is split into fields as
+ * the input function splits it, which skips white space and folds case.
+ * "epoch" is a fixed time and is accepted.
+ */
 static bool
 fw_trigger_relative_time(const char *value)
 {
 	static const char *const words[] = {"now", "today", "tomorrow", "yesterday"};
-	char	   *trimmed = pstrdup(value);
-	char	   *end;
+	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
 	int			i;
+	int			w;
 
-	while (*trimmed == ' ')
-		trimmed++;
-	for (end = trimmed + strlen(trimmed); end > trimmed && end[-1] == ' '; end--)
-		end[-1] = '\0';
-	for (i = 0; i < lengthof(words); i++)
-		if (pg_strcasecmp(trimmed, words[i]) == 0)
-			return true;
+	if (strlen(value) >= MAXDATELEN ||
+		ParseDateTime(value, workbuf, sizeof(workbuf), field, ftype,
+					  MAXDATEFIELDS, &nf) != 0)
+		return false;			/* the input function will report it */
+	for (i = 0; i < nf; i++)
+		for (w = 0; w < lengthof(words); w++)
+			if (pg_strcasecmp(field[i], words[w]) == 0)
+				return true;
 	return false;
+}
+
+/*
+ * Whether the text of a value of this type is the same in every session.
+ * The key is a column's text, read with DateStyle, IntervalStyle,
+ * TimeZone, extra_float_digits and bytea_output fixed; types whose text
+ * depends on anything else (the reg* types on search_path, money on
+ * lc_monetary) or that are not meant as keys are refused, so that one
+ * value never counts as two keys.
+ */
+static bool
+fw_trigger_key_type_ok(Oid type)
+{
+	Oid			base = getBaseType(type);
+	char		category;
+	bool		preferred;
+
+	switch (base)
+	{
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case NUMERICOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case BOOLOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMETZOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case INTERVALOID:
+		case INETOID:
+		case CIDROID:
+		case MACADDROID:
+		case MACADDR8OID:
+		case UUIDOID:
+		case BYTEAOID:
+		case JSONOID:
+		case JSONBOID:
+		case BITOID:
+		case VARBITOID:
+			return true;
+		default:
+			break;
+	}
+	if (get_typtype(base) == TYPTYPE_ENUM)
+		return true;
+	/* other plain string types, such as citext */
+	get_type_category_preferred(base, &category, &preferred);
+	return category == TYPCATEGORY_STRING && get_typtype(base) == TYPTYPE_BASE;
 }
 
 /* Which argument is being read, for the context of its errors. */
@@ -169,6 +247,16 @@ fw_trigger(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
 						args[1], trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
+	if (!fw_trigger_key_type_ok(TupleDescAttr(tupdesc, attnum - 1)->atttypid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" of type %s cannot be the key of trigger \"%s\" on table \"%s\"",
+						args[1], format_type_be(TupleDescAttr(tupdesc, attnum - 1)->atttypid),
+						trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("fw_trigger takes keys only from columns whose text is the same in every session: "
+						   "text, numeric, boolean, date and time, network address, uuid, bytea, json, "
+						   "bit string and enum types, and domains over them."),
+				 errhint("Limit on a generated column that turns this one into text.")));
 	rate = fw_trigger_int(trigdata, "rate", args[2]);
 
 	/*
@@ -191,7 +279,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
 	}
 	else
-		start = -INT64CONST(946684800000000);	/* the Unix epoch, as fw_limit */
+		start = FW_UNIX_EPOCH;
 	if (trigger->tgnargs == 6)
 		cost = fw_trigger_int(trigdata, "cost", args[5]);
 
@@ -221,7 +309,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 		Interval	retry = {.time = decision.retry_after};
 
 		ereport(ERROR,
-				(errcode(ERRCODE_FW_LIMIT_EXCEEDED),
+				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
 				 errmsg("rate limit \"%s\" exceeded", name),
 				 errdetail("Trigger \"%s\" on table \"%s\" allows %d rows per %s for each value of column \"%s\".",
 						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,

@@ -301,6 +301,14 @@ refill(int32 tokens, int64 windows, int32 rate, int32 capacity)
  * The counter never moves back to an older window: if now lies before the
  * window it already holds (the clock was set back, or the call uses another
  * start or period), that window stays current and its tokens are judged.
+ * Nor does the start it recorded: a call whose grid puts that start inside
+ * a longer or earlier-starting window of its own judges the tokens of that
+ * window, but the counter keeps its start (and the later of the two ends),
+ * so that a call on the original grid never sees a window that already
+ * ended and refills.
+ *
+ * decision->state is what the counter holds after an allowed call; a
+ * denied call changes nothing, so stores write it only when decision->ok.
  */
 FwStatus
 fw_decide(const FwLimit *limit, const FwState *old, int64 now,
@@ -312,6 +320,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	int64		window_start;
 	int64		window_end;
 	int32		tokens;
+	bool		keeps_window = false;	/* the counter stays in its window */
 
 	if (fw_window_index(period, limit->start, now, &k_now) != FW_STATUS_OK ||
 		fw_window_boundary(period, limit->start, k_now, &window_start) != FW_STATUS_OK)
@@ -327,6 +336,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 		/* the common case, the same window: no second index search */
 		k = k_now;
 		tokens = Min(old->tokens, limit->capacity);
+		keeps_window = true;
 	}
 	else
 	{
@@ -348,8 +358,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 		{
 			k = k_old;
 			tokens = Min(old->tokens, limit->capacity);
-			if (fw_window_boundary(period, limit->start, k, &window_start) != FW_STATUS_OK)
-				return FW_STATUS_OUT_OF_RANGE;
+			keeps_window = true;
 		}
 	}
 
@@ -377,6 +386,20 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 			return FW_STATUS_OUT_OF_RANGE;
 	}
 
+	decision->now = now;
+	decision->remaining = tokens;
+	decision->state.tokens = tokens;
+	if (keeps_window)
+	{
+		decision->state.window_start = old->window_start;
+		decision->state.window_end = Max(old->window_end, window_end);
+	}
+	else
+	{
+		decision->state.window_start = window_start;
+		decision->state.window_end = window_end;
+	}
+
 	/*
 	 * Without rollover, any counter whose window has ended refills to rate
 	 * tokens: the same as a new key.  With rollover, only an empty counter
@@ -386,15 +409,12 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	decision->fresh_from = 0;
 	decision->fresh_until = PG_INT64_MAX;
 	if (limit->capacity == limit->rate)
-		decision->fresh_from = window_end;
+		decision->fresh_from = decision->state.window_end;
 	else if (tokens == 0 && k < PG_INT64_MAX - 1 &&
-			 fw_window_boundary(period, limit->start, k + 2, &decision->fresh_until) == FW_STATUS_OK)
-		decision->fresh_from = window_end;
-
-	decision->now = now;
-	decision->remaining = tokens;
-	decision->state.window_start = window_start;
-	decision->state.window_end = window_end;
-	decision->state.tokens = tokens;
+			 fw_window_boundary(period, limit->start, k + 2, &decision->fresh_until) == FW_STATUS_OK &&
+			 decision->fresh_until > decision->state.window_end)
+		decision->fresh_from = decision->state.window_end;
+	else
+		decision->fresh_until = PG_INT64_MAX;
 	return FW_STATUS_OK;
 }

@@ -57,7 +57,8 @@ typedef struct FwDecision
 	int32		remaining;		/* tokens left after this call */
 	int64		retry_after;	/* microseconds until the cost is covered; 0 if ok */
 	int64		reset_after;	/* microseconds until the current window ends */
-	FwState		state;			/* counter state after this call */
+	FwState		state;			/* the counter after this call, if allowed;
+								 * a denied call changes nothing */
 	int64		now;			/* the time the call was judged at */
 
 	/*

@@ -135,10 +135,14 @@ def decide(limit, old, now):
     """The answer, the new (window_start, tokens) and the path taken.
 
     Each window boundary crossed grants rate tokens up to capacity; a new
-    key holds rate tokens; a counter never moves back to an older window.
+    key holds rate tokens; a counter never moves back to an older window,
+    and the start it recorded never moves back, whatever the call's grid.
+    The state returned is what an allowed call leaves; a denied call leaves
+    the counter as it was (or no counter).
     """
     k = limit.index(now)
     window_start = limit.boundary(k)
+    recorded_start = window_start
     if old is None:
         path = 'new key'
         tokens = limit.rate
@@ -153,7 +157,9 @@ def decide(limit, old, now):
         else:
             path = 'counter ahead of the clock' if k_old > k else 'same window, other grid'
             k = k_old
-            window_start = limit.boundary(k)
+            # the window of the call's grid that holds the recorded start:
+            # the counter keeps that start, it never moves back
+            recorded_start = old[0]
             tokens = min(old[1], limit.capacity)
     reset_after = int64(limit.boundary(k + 1) - now)
     if tokens >= limit.cost:
@@ -162,7 +168,7 @@ def decide(limit, old, now):
     else:
         windows = -(-(limit.cost - tokens) // limit.rate)
         retry_after = int64(limit.boundary(k + windows) - now)
-    return (retry_after is None, retry_after, tokens, reset_after), (window_start, tokens), path
+    return (retry_after is None, retry_after, tokens, reset_after), (recorded_start, tokens), path
 
 
 class SqlError(Exception):
@@ -229,9 +235,9 @@ class Model:
         except OutOfRange:
             return 'error|22008'
         self.paths[path] += 1
-        if call['consume']:
-            self.counters[identity] = state
         ok, retry_after, remaining, reset_after = answer
+        if call['consume'] and ok:
+            self.counters[identity] = state
         return '%s|%s|%d|%d' % ('t' if ok else 'f',
                                 'null' if retry_after is None else retry_after,
                                 remaining, reset_after)

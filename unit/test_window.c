@@ -666,6 +666,78 @@ test_decide_clock_backwards(void)
 	CHECK_EQ(dec.state.window_start, D(2026, 3, 31));
 }
 
+/*
+ * One counter called on two grids.  The recorded start never moves back,
+ * and a denial leaves the counter as it was, so no grid over-admits:
+ * alternating 1 per hour with 3 per 3 hours (or with 1 per hour on a grid
+ * one second earlier), eight calls within one hour, the hourly call is
+ * allowed once.  Returns -1 if a denial moved the counter.
+ */
+static int
+alternate(FwLimit *a, FwLimit *b, int64 from, int *allowed_b)
+{
+	FwState		st;
+	bool		have = false;
+	FwDecision	dec;
+	int			allowed_a = 0;
+	int			i;
+
+	*allowed_b = 0;
+	for (i = 0; i < 8; i++)
+	{
+		FwLimit    *l = (i % 2 == 0) ? a : b;
+
+		if (fw_decide(l, have ? &st : NULL, from + i * 5 * MINUTE, &dec) != OK)
+			return -1;
+		if (!dec.ok)
+		{
+			if (have && (dec.state.window_start != st.window_start ||
+						 dec.state.tokens != st.tokens))
+				return -1;		/* a denial must not move the counter */
+			continue;
+		}
+		st = dec.state;			/* a store writes only what is allowed */
+		have = true;
+		if (l == a)
+			allowed_a++;
+		else
+			(*allowed_b)++;
+	}
+	return allowed_a;
+}
+
+static void
+test_decide_two_grids(void)
+{
+	int64		s = D(2026, 5, 1);
+	FwLimit		hourly = LIMIT(period(0, 0, HOUR), UNIX_EPOCH, 1, 1, 1);
+	FwLimit		three = LIMIT(period(0, 0, 3 * HOUR), UNIX_EPOCH, 3, 3, 1);
+	FwLimit		shifted = LIMIT(period(0, 0, HOUR), UNIX_EPOCH - USEC, 1, 1, 1);
+	FwState		st = {s + 10 * HOUR, s + 11 * HOUR, 0};
+	FwDecision	dec;
+	FwLimit		l;
+	int			other;
+
+	/* the hourly call first: it spends the hour, the 3-hour calls see 0 */
+	CHECK_EQ(alternate(&hourly, &three, s + 10 * HOUR + MINUTE, &other), 1);
+	CHECK_EQ(other, 0);
+	/* the 3-hour call first: one each, 2 of 3 spent in the 3 hours */
+	CHECK_EQ(alternate(&three, &hourly, s + 10 * HOUR + MINUTE, &other), 1);
+	CHECK_EQ(other, 1);
+	/* starts a second apart */
+	CHECK_EQ(alternate(&hourly, &shifted, s + 10 * HOUR + 30 * USEC, &other), 1);
+	CHECK_EQ(other, 0);
+
+	/* the 3-hour call judges its own window but keeps the recorded start */
+	l = three;
+	st.tokens = 2;
+	DECIDE(&st, s + 10 * HOUR + 30 * MINUTE);
+	CHECK_DEC(true, 1, 0, 90 * MINUTE);
+	CHECK_EQ(dec.state.window_start, s + 10 * HOUR);
+	CHECK_EQ(dec.state.window_end, s + 12 * HOUR);	/* the later end */
+	CHECK_EQ(dec.fresh_from, s + 12 * HOUR);
+}
+
 /* Window ends beyond 64 bits are reported, not wrapped. */
 static void
 test_decide_out_of_range(void)
@@ -736,6 +808,7 @@ main(void)
 	test_decide_seed_table();
 	test_decide_refill();
 	test_decide_clock_backwards();
+	test_decide_two_grids();
 	test_decide_out_of_range();
 	test_phase_start();
 

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * guc.c
- *	  Configuration settings of fixed_window, and its clock.
+ * settings.c
+ *	  The settings every part of fixed_window reads, and its clock.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,12 +13,12 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "fixed_window.h"
+#include "compat.h"
+#include "settings.h"
 
-int			fw_max_counters = 100000;
 int			fw_storage = FW_STORAGE_AUTO;
 bool		fw_fail_open = false;
-bool		fw_save = true;
+int			fw_database_share = 50;
 
 static const struct config_enum_entry fw_storage_options[] = {
 	{"auto", FW_STORAGE_AUTO, false},
@@ -52,9 +52,6 @@ fw_check_debug_now(char **newval, void **extra, GucSource source)
 	int			tz;
 	TimestampTz value;
 	TimestampTz *result;
-#if PG_VERSION_NUM >= 160000
-	DateTimeErrorExtra dtextra;
-#endif
 
 	if (*newval == NULL || (*newval)[0] == '\0')
 	{
@@ -65,11 +62,7 @@ fw_check_debug_now(char **newval, void **extra, GucSource source)
 	dterr = ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
 						  MAXDATEFIELDS, &nf);
 	if (dterr == 0)
-#if PG_VERSION_NUM >= 160000
-		dterr = DecodeDateTime(field, ftype, nf, &dtype, &tt, &fsec, &tz, &dtextra);
-#else
-		dterr = DecodeDateTime(field, ftype, nf, &dtype, &tt, &fsec, &tz);
-#endif
+		dterr = fw_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz);
 	if (dterr != 0 || dtype != DTK_DATE ||
 		tm2timestamp(&tt, fsec, &tz, &value) != 0 ||
 		!IS_VALID_TIMESTAMP(value))
@@ -78,11 +71,7 @@ fw_check_debug_now(char **newval, void **extra, GucSource source)
 		return false;
 	}
 
-#if PG_VERSION_NUM >= 160000
-	result = guc_malloc(LOG, sizeof(TimestampTz));
-#else
-	result = malloc(sizeof(TimestampTz));
-#endif
+	result = fw_guc_malloc(sizeof(TimestampTz));
 	if (result == NULL)
 		return false;
 	*result = value;
@@ -110,21 +99,8 @@ fw_clock_now(void)
 	return GetCurrentTimestamp();
 }
 
-PG_FUNCTION_INFO_V1(fw_now);
-
-/*
- * fw_now() returns timestamptz
- *
- * The time calls are judged at now, for scheduling fw_gc() and for tests.
- */
-Datum
-fw_now(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_TIMESTAMPTZ(fw_clock_now());
-}
-
 void
-fw_define_gucs(void)
+fw_define_settings(void)
 {
 	DefineCustomStringVariable("fixed_window.debug_now",
 							   "Fixes the clock fixed_window judges calls at, for tests.",
@@ -160,34 +136,15 @@ fw_define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	/* settings of shared memory can only be defined while preloading */
-	if (process_shared_preload_libraries_in_progress)
-	{
-		DefineCustomBoolVariable("fixed_window.save",
-								 "Saves shared-memory counters across server shutdowns.",
-								 "Written at a clean shutdown, read back at start; a crash loses them.",
-								 &fw_save,
-								 true,
-								 PGC_SIGHUP,
-								 0,
-								 NULL, NULL, NULL);
-
-		DefineCustomIntVariable("fixed_window.max_counters",
-								"Sets the number of counter slots in shared memory.",
-								"Each counter takes one 112-byte slot for a limit name and key of up to "
-								"64 bytes together, and one more slot for every further 108 bytes.",
-								&fw_max_counters,
-								100000,
-								1000,
-								100000000,
-								PGC_POSTMASTER,
-								0,
-								NULL, NULL, NULL);
-	}
-
-#if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("fixed_window");
-#else
-	EmitWarningsOnPlaceholders("fixed_window");
-#endif
+	/* read by both the counters and the statistics in shared memory */
+	DefineCustomIntVariable("fixed_window.database_share",
+							"Sets the percentage of shared-memory counter slots and statistics entries one database may hold.",
+							"A flood of new keys or limit names in one database then leaves room for the others.",
+							&fw_database_share,
+							50,
+							1,
+							100,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 }

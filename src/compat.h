@@ -1,0 +1,147 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  The differences between the PostgreSQL versions fixed_window is
+ *	  written for (13 to 17), in one place, so that the code itself reads
+ *	  as one version.  Only 15 is built and tested on this project's
+ *	  machines; the other branches are written from each release's headers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FW_COMPAT_H
+#define FW_COMPAT_H
+
+#if PG_VERSION_NUM < 130000
+#error "fixed_window needs PostgreSQL 13 or later"
+#endif
+
+#include "access/heapam.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/tuplestore.h"
+
+/* _PG_init is declared by fmgr.h from 16 on. */
+#if PG_VERSION_NUM < 160000
+extern void _PG_init(void);
+#endif
+
+/* ProcessUtility_hook takes readOnlyTree from 14 on. */
+#if PG_VERSION_NUM >= 140000
+#define FW_UTILITY_READ_ONLY_TREE_PARAM bool readOnlyTree,
+#define FW_UTILITY_READ_ONLY_TREE_ARG readOnlyTree,
+#else
+#define FW_UTILITY_READ_ONLY_TREE_PARAM
+#define FW_UTILITY_READ_ONLY_TREE_ARG
+#endif
+
+/* The predefined role was renamed in 14. */
+#if PG_VERSION_NUM < 140000
+#define ROLE_PG_READ_ALL_STATS DEFAULT_ROLE_READ_ALL_STATS
+#endif
+
+/*
+ * From 15 on, shared memory is requested from shmem_request_hook; before,
+ * directly from _PG_init.
+ */
+#if PG_VERSION_NUM >= 150000
+#define FW_HAVE_SHMEM_REQUEST_HOOK
+#endif
+
+/* Custom settings' prefixes are reserved from 15 on. */
+#if PG_VERSION_NUM < 150000
+#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* Memory for a check hook's "extra": guc_malloc from 16 on. */
+static inline void *
+fw_guc_malloc(size_t size)
+{
+#if PG_VERSION_NUM >= 160000
+	return guc_malloc(LOG, size);
+#else
+	return malloc(size);
+#endif
+}
+
+/* DecodeDateTime takes an extra error argument from 16 on. */
+static inline int
+fw_decode_datetime(char **field, int *ftype, int nf, int *dtype,
+				   struct pg_tm *tm, fsec_t *fsec, int *tzp)
+{
+#if PG_VERSION_NUM >= 160000
+	DateTimeErrorExtra extra;
+
+	return DecodeDateTime(field, ftype, nf, dtype, tm, fsec, tzp, &extra);
+#else
+	return DecodeDateTime(field, ftype, nf, dtype, tm, fsec, tzp);
+#endif
+}
+
+/* Intervals can be infinite from 17 on. */
+#ifdef INTERVAL_NOT_FINITE
+#define FW_INTERVAL_NOT_FINITE(i) INTERVAL_NOT_FINITE(i)
+#else
+#define FW_INTERVAL_NOT_FINITE(i) false
+#endif
+
+/* index_insert's indexUnchanged hint exists from 14 on. */
+#if PG_VERSION_NUM >= 140000
+#define FW_INDEX_UNCHANGED(unchanged) (unchanged),
+#else
+#define FW_INDEX_UNCHANGED(unchanged)
+#endif
+
+/*
+ * Update a heap tuple in place of another; returns whether its indexes need
+ * a new entry (the update was not HOT).  16 reports it through an argument.
+ */
+static inline bool
+fw_heap_update(Relation rel, ItemPointer otid, HeapTuple tuple)
+{
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes;
+
+	simple_heap_update(rel, otid, tuple, &update_indexes);
+	return update_indexes != TU_None;
+#else
+	simple_heap_update(rel, otid, tuple);
+	return !HeapTupleIsHeapOnly(tuple);
+#endif
+}
+
+/*
+ * Set up a set-returning function that fills a tuplestore
+ * (InitMaterializedSRF from 15.1 on).
+ */
+static inline void
+fw_init_materialized_srf(FunctionCallInfo fcinfo)
+{
+#if PG_VERSION_NUM >= 150001
+	InitMaterializedSRF(fcinfo, 0);
+#else
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	tupdesc;
+	MemoryContext oldcontext;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("return type must be a row type")));
+
+	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
+	MemoryContextSwitchTo(oldcontext);
+#endif
+}
+
+#endif							/* FW_COMPAT_H */

@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.h
+ *	  The settings every part of fixed_window reads, and its clock.
+ *
+ * Settings that only the shared-memory store uses are defined there.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FW_SETTINGS_H
+#define FW_SETTINGS_H
+
+#include "datatype/timestamp.h"
+
+/* fixed_window.storage */
+typedef enum FwStorage
+{
+	FW_STORAGE_AUTO,			/* shared memory if preloaded, else the table */
+	FW_STORAGE_SHMEM,
+	FW_STORAGE_TABLE
+} FwStorage;
+
+/*
+ * Databases whose counters and statistics shared memory accounts for at
+ * once; each may hold fw_database_share percent of either.
+ */
+#define FW_MAX_DATABASES	1024
+
+extern int	fw_storage;
+extern bool fw_fail_open;
+extern int	fw_database_share;
+
+extern void fw_define_settings(void);
+extern TimestampTz fw_clock_now(void);
+
+#endif							/* FW_SETTINGS_H */

@@ -1,0 +1,61 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem_store.h
+ *	  Counters in shared memory, for a library in shared_preload_libraries.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FW_SHMEM_STORE_H
+#define FW_SHMEM_STORE_H
+
+#include "identity.h"
+
+/* What a counter in shared memory holds besides its identity. */
+typedef struct FwCounterData
+{
+	int64		window_start;
+	int64		window_end;		/* derivable; kept for inspection and reclaim */
+	int32		tokens;
+	int32		rate;			/* as given by the last fw_limit call, */
+	int32		capacity;		/* for inspection */
+	Oid			userid;			/* role of the last fw_limit call */
+} FwCounterData;
+
+/* A counter as the admin functions see it. */
+typedef struct FwCounterView
+{
+	const char *name;
+	int			name_len;
+	const char *key;
+	int			key_len;
+	FwCounterData data;
+} FwCounterView;
+
+/* Returns true to remove the counter, where the walk allows it. */
+typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
+
+/* How full the table is, for error messages and admins. */
+typedef struct FwShmemUsage
+{
+	uint32		nslots;			/* fixed_window.max_counters */
+	uint32		nfree;
+	uint32		database_slots; /* taken by the database asked about */
+	uint32		database_limit; /* the most one database may take */
+	bool		database_known; /* false: too many databases hold counters */
+} FwShmemUsage;
+
+extern int	fw_max_counters;
+
+extern void fw_shmem_define_settings(void);
+extern void fw_shmem_request(void);
+extern void fw_shmem_startup(void);
+extern bool fw_shmem_available(void);
+extern void fw_shmem_prefetch(uint32 hash);
+extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
+									bool consume, FwDecision *decision);
+extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
+extern bool fw_shmem_remove(const FwIdentity *id);
+extern void fw_shmem_drop_database(Oid dbid);
+extern void fw_shmem_usage(Oid dbid, FwShmemUsage *usage);
+
+#endif							/* FW_SHMEM_STORE_H */

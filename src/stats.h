@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.h
+ *	  Per-limit statistics of calls answered from shared memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FW_STATS_H
+#define FW_STATS_H
+
+#include "identity.h"
+
+/* Limit names whose statistics shared memory keeps, over all databases. */
+#define FW_MAX_STATS		1024
+
+/* One limit's statistics as readers see them. */
+typedef struct FwStatsView
+{
+	const char *name;			/* NULL: calls of names that found no entry */
+	int			name_len;
+	uint64		calls;
+	uint64		allowed;
+	uint64		denied;
+	TimestampTz last_denied_at; /* 0 for never */
+	TimestampTz since;
+} FwStatsView;
+
+typedef void (*FwStatsVisitor) (const FwStatsView *stats, void *arg);
+
+extern void fw_stats_request(void);
+extern void fw_stats_startup(void);
+extern void fw_stats_count(const FwIdentity *id, const FwDecision *decision);
+extern void fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
+extern void fw_stats_forget_database(Oid dbid);
+
+#endif							/* FW_STATS_H */

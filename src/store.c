@@ -1,0 +1,116 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.c
+ *	  Choosing the store of a call by fixed_window.storage, counting its
+ *	  statistics, and turning every way a store can fail into an error (or,
+ *	  with fixed_window.fail_open, an allowed call).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/timestamp.h"
+
+#include "settings.h"
+#include "shmem_store.h"
+#include "stats.h"
+#include "store.h"
+#include "table_store.h"
+
+#define FW_FAIL_OPEN_WARNING_MS	(60 * 1000) /* at most one warning a minute */
+
+/* Where counters live, by fixed_window.storage. */
+bool
+fw_use_shmem(void)
+{
+	if (fw_storage == FW_STORAGE_TABLE)
+		return false;
+	if (fw_storage == FW_STORAGE_SHMEM && !fw_shmem_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("fixed_window must be loaded via shared_preload_libraries to keep counters in shared memory"),
+				 errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server, "
+						 "or set fixed_window.storage to auto or table.")));
+	return fw_shmem_available();
+}
+
+/* Start loading the counter's memory while the caller does other work. */
+void
+fw_prefetch(const FwIdentity *id)
+{
+	fw_shmem_prefetch(id->hash);
+}
+
+/* Say why shared memory has no room for a new counter. */
+static void
+fw_full_detail(FwApplyResult result)
+{
+	FwShmemUsage usage;
+
+	fw_shmem_usage(MyDatabaseId, &usage);
+	if (result == FW_APPLY_FULL)
+		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
+				  usage.nslots);
+	else if (!usage.database_known)
+		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.",
+				  FW_MAX_DATABASES);
+	else
+		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of fixed_window.max_counters = %u).",
+				  get_database_name(MyDatabaseId), usage.database_slots,
+				  usage.database_limit, fw_database_share, usage.nslots);
+}
+
+/* Decide one call on the configured storage; every failure is an error. */
+void
+fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
+		 FwDecision *decision)
+{
+	FwApplyResult result;
+	bool		full;
+
+	if (fw_use_shmem())
+	{
+		result = fw_shmem_apply(id, limit, consume, decision);
+		full = (result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL);
+		if (consume && (result == FW_APPLY_OK || (full && fw_fail_open)))
+			fw_stats_count(id, decision);
+	}
+	else
+	{
+		result = fw_table_apply(id, limit, consume, decision);
+		full = false;
+	}
+
+	if (result == FW_APPLY_OUT_OF_RANGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("window boundary out of range"),
+				 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
+				 errhint("Use a shorter period or a start closer to the present.")));
+	if (full && fw_fail_open)
+	{
+		static TimestampTz last_warning = 0;
+		TimestampTz now = GetCurrentTimestamp();
+
+		/* the decision is that of a new key: allowed, and not counted */
+		if (TimestampDifferenceExceeds(last_warning, now, FW_FAIL_OPEN_WARNING_MS))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
+					 fw_full_detail(result),
+					 errhint("Raise fixed_window.max_counters or fixed_window.database_share. This warning repeats at most once a minute per session.")));
+			last_warning = now;
+		}
+		return;
+	}
+	if (full)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no room for a new rate limit counter"),
+				 fw_full_detail(result),
+				 errhint("Raise fixed_window.max_counters (restart) or fixed_window.database_share (reload), "
+						 "or set fixed_window.fail_open to allow such calls uncounted.")));
+}

@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * table_store.h
+ *	  Counters in the extension's unlogged table, for any server.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FW_TABLE_STORE_H
+#define FW_TABLE_STORE_H
+
+#include "identity.h"
+
+extern FwApplyResult fw_table_apply(const FwIdentity *id, const FwLimit *limit,
+									bool consume, FwDecision *decision);
+
+#endif							/* FW_TABLE_STORE_H */

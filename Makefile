@@ -20,7 +20,7 @@ PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 # Every test layer runs on throwaway clusters of its own.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening
 REGRESS_TABLE = fw_table
-ISOLATION_TABLE = fw_table_concurrent
+ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf
 ISOLATION = fw_concurrent
 ISOLATION_OPTS = --temp-instance=tmp_check_isolation --temp-config=$(srcdir)/test/preload.conf
@@ -62,13 +62,17 @@ unit/test_window: unit/test_window.c src/window.c src/window.h
 		-L$(pkglibdir) -L$(libdir) -lpgcommon -lpgport
 unit: unit/test_window
 	./unit/test_window
+
+# Includes among src/ files point down the layers only.
+check-layers:
+	bash $(srcdir)/scripts/check_layers.sh
 else
 all:
 	@echo "PostgreSQL's server headers (PGXS) are missing: run 'make test' or 'make demo', which install them."
 	@false
 endif
 
-.PHONY: test demo bench unit installcheck-regress installcheck-isolation installcheck-tap \
+.PHONY: test demo bench unit check-layers installcheck-regress installcheck-isolation installcheck-tap \
 	installcheck-regress-table installcheck-isolation-table
 
 # The quick-start commands set up whatever is missing, then run.

@@ -2,6 +2,7 @@
 # make test: every test layer, each on throwaway clusters of its own.
 #
 #   unit        C unit tests of the window arithmetic (no server)
+#   layers      includes among src/ files point down the layers only
 #   regress     pg_regress, SQL behaviour, shared-memory counters
 #   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
@@ -36,6 +37,7 @@ layer() {
 }
 
 layer unit unit
+layer layers check-layers
 layer regress installcheck-regress
 layer regress-table installcheck-regress-table
 layer isolation installcheck-isolation

@@ -49,7 +49,9 @@ COMMENT ON VIEW fw_stats IS
 
 -- Maintenance never waits for, nor deadlocks with, callers: rows that an
 -- open transaction holds are skipped, and statistics rows are taken in the
--- order of their names.
+-- order of their names.  Rows are locked first, then matched by their
+-- primary key, not their ctid: a row updated by a caller that committed
+-- after the statement's snapshot is then still found, in its latest version.
 CREATE OR REPLACE FUNCTION fw_counter_deleted()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -75,13 +77,15 @@ RETURNS bigint
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH gone AS (
+    WITH locked AS (
+        SELECT d.name, d.key FROM @extschema@.fw_counter AS d
+        WHERE d.fresh_from <= @extschema@.fw_now()
+          AND (d.fresh_until IS NULL OR @extschema@.fw_now() < d.fresh_until)
+        FOR UPDATE SKIP LOCKED),
+    gone AS (
         DELETE FROM @extschema@.fw_counter AS c
-        WHERE c.ctid = ANY (ARRAY(
-            SELECT d.ctid FROM @extschema@.fw_counter AS d
-            WHERE d.fresh_from <= @extschema@.fw_now()
-              AND (d.fresh_until IS NULL OR @extschema@.fw_now() < d.fresh_until)
-            FOR UPDATE SKIP LOCKED))
+        USING locked AS l
+        WHERE c.name = l.name AND c.key = l.key
         RETURNING 1)
     SELECT count(*) FROM gone
 $$;
@@ -103,11 +107,13 @@ BEGIN
         WHERE c.name = fw_reset.name AND c.key = fw_reset.key;
     ELSE
         -- every key of the limit: rows that open transactions hold are left
-        DELETE FROM @extschema@.fw_counter AS c
-        WHERE c.ctid = ANY (ARRAY(
-            SELECT d.ctid FROM @extschema@.fw_counter AS d
+        WITH locked AS (
+            SELECT d.name, d.key FROM @extschema@.fw_counter AS d
             WHERE d.name = fw_reset.name
-            FOR UPDATE SKIP LOCKED));
+            FOR UPDATE SKIP LOCKED)
+        DELETE FROM @extschema@.fw_counter AS c
+        USING locked AS l
+        WHERE c.name = l.name AND c.key = l.key;
     END IF;
     GET DIAGNOSTICS removed = ROW_COUNT;
     RETURN removed + @extschema@.fw_shmem_reset(fw_reset.name, fw_reset.key);
@@ -122,11 +128,13 @@ LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT @extschema@.fw_shmem_stats_reset();
+    WITH locked AS (
+        SELECT d.name, d.key FROM @extschema@.fw_counter AS d
+        FOR NO KEY UPDATE SKIP LOCKED)
     UPDATE @extschema@.fw_counter AS c
         SET calls = 0, allowed = 0, denied = 0, last_denied_at = NULL, since = @extschema@.fw_now()
-        WHERE c.ctid = ANY (ARRAY(
-            SELECT d.ctid FROM @extschema@.fw_counter AS d
-            FOR NO KEY UPDATE SKIP LOCKED));
+        FROM locked AS l
+        WHERE c.name = l.name AND c.key = l.key;
     DELETE FROM @extschema@.fw_stat AS s
         WHERE s.name = ANY (ARRAY(
             SELECT t.name FROM @extschema@.fw_stat AS t ORDER BY t.name FOR UPDATE));

@@ -21,7 +21,9 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "storage/lmgr.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
 
@@ -185,6 +187,7 @@ static FwResultCache *
 fw_result_cache(FunctionCallInfo fcinfo)
 {
 	Oid			typid = get_fn_expr_rettype(fcinfo->flinfo);
+	Oid			typrelid;
 	TypeCacheEntry *typentry;
 	TupleDesc	tupdesc;
 	FwResultCache *cache;
@@ -201,6 +204,22 @@ fw_result_cache(FunctionCallInfo fcinfo)
 		typid = tupdesc->tdtypeid;
 	}
 
+	/*
+	 * When the row type's columns are not in the type cache yet, lock its
+	 * relation first, as reading them would: if DROP EXTENSION has removed
+	 * it meanwhile, say so rather than fail to open a relation.
+	 */
+	typentry = lookup_type_cache(typid, 0);
+	typrelid = typentry->typrelid;
+	if (typentry->tupDesc == NULL && OidIsValid(typrelid))
+	{
+		LockRelationOid(typrelid, AccessShareLock);
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(typrelid)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("extension \"fixed_window\" was dropped during the call"),
+					 errhint("Run CREATE EXTENSION fixed_window.")));
+	}
 	typentry = lookup_type_cache(typid, TYPECACHE_TUPDESC);
 	for (cache = fw_result_caches; cache != NULL; cache = cache->next)
 		if (cache->typid == typid && cache->tupdesc_id == typentry->tupDesc_identifier)

@@ -91,6 +91,9 @@
 #define FW_NIL				PG_UINT32_MAX	/* no slot */
 #define FW_NO_DATABASE		(-1)	/* no entry of databases[] */
 #define FW_LOCK_TRANCHE		"fixed_window"
+#define FW_MIN_COUNTERS		1000
+#define FW_MAX_COUNTERS		100000000
+#define FW_DEFAULT_COUNTERS	100000
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FW_PREFETCH(addr)	__builtin_prefetch(addr)
@@ -98,7 +101,7 @@
 #define FW_PREFETCH(addr)	((void) 0)
 #endif
 
-int			fw_max_counters = 100000;
+int			fw_max_counters = FW_DEFAULT_COUNTERS;
 static bool fw_save = true;
 
 typedef struct FwCounter
@@ -191,15 +194,20 @@ fw_database_limit(void)
 void
 fw_shmem_define_settings(void)
 {
+	/* the GUC machinery keeps the pointer: static, never freed */
+	static char max_counters_desc[200];
+
+	snprintf(max_counters_desc, sizeof(max_counters_desc),
+			 "Each counter takes one %d-byte slot for a limit name and key of up to "
+			 "%d bytes together, and one more slot for every further %d bytes.",
+			 FW_SLOT_SIZE, (int) FW_INLINE_TEXT, (int) FW_OVERFLOW_TEXT);
 	DefineCustomIntVariable("fixed_window.max_counters",
 							"Sets the number of counter slots in shared memory.",
-							psprintf("Each counter takes one %d-byte slot for a limit name and key of up to "
-									 "%d bytes together, and one more slot for every further %d bytes.",
-									 FW_SLOT_SIZE, (int) FW_INLINE_TEXT, (int) FW_OVERFLOW_TEXT),
+							max_counters_desc,
 							&fw_max_counters,
-							100000,
-							1000,
-							100000000,
+							FW_DEFAULT_COUNTERS,
+							FW_MIN_COUNTERS,
+							FW_MAX_COUNTERS,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
@@ -860,7 +868,8 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	 * Judged no later than the real clock, so that a session whose
 	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
 	 */
-	if ((result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL) &&
+	if ((result == FW_APPLY_FULL ||
+		 (result == FW_APPLY_DATABASE_FULL && database != FW_NO_DATABASE)) &&
 		fw_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
 		result = fw_shmem_apply_once(id, limit, consume, database, decision);
 	LWLockRelease(fw_admin_lock());

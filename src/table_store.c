@@ -63,6 +63,8 @@
 #define FW_TABLE			"fw_counter"
 #define FW_TABLE_PKEY		"fw_counter_pkey"
 #define FW_LOCKTAG_FIELD4	18007	/* "FW"; pg_advisory_* use 1 and 2 */
+#define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
+#define FW_OPEN_ATTEMPTS	2		/* the table found anew once, after a drop */
 
 /* The columns of fw_counter, in order. */
 enum
@@ -139,9 +141,24 @@ get_extension_schema(Oid extension)
 }
 #endif
 
-/* Find fw_counter and its primary key in the extension's schema. */
+/* The extension is not there: never installed, or dropped just now. */
+static void pg_attribute_noreturn()
+fw_missing_extension_error(bool dropped)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 dropped ?
+			 errmsg("extension \"fixed_window\" was dropped during the call") :
+			 errmsg("extension \"fixed_window\" is not installed in this database"),
+			 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+}
+
+/*
+ * Find fw_counter and its primary key in the extension's schema; "again"
+ * when they were found once in this call and have gone since.
+ */
 static void
-fw_table_find(Oid *relid, Oid *indexid)
+fw_table_find(Oid *relid, Oid *indexid, bool again)
 {
 	if (!OidIsValid(fw_table_relid))
 	{
@@ -149,10 +166,7 @@ fw_table_find(Oid *relid, Oid *indexid)
 		Oid			schema;
 
 		if (!OidIsValid(extension))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("extension \"fixed_window\" is not installed in this database"),
-					 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+			fw_missing_extension_error(again);
 		schema = get_extension_schema(extension);
 		if (!fw_table_callback_registered)
 		{
@@ -250,7 +264,7 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 {
 	int			attempt;
 
-	for (attempt = 0; attempt < 10; attempt++)
+	for (attempt = 0; attempt < FW_LOCK_ATTEMPTS; attempt++)
 	{
 		SnapshotData dirty;
 		TransactionId wait_for;
@@ -351,12 +365,12 @@ fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
 {
 	int			attempt;
 
-	for (attempt = 0; attempt < 2; attempt++)
+	for (attempt = 0; attempt < FW_OPEN_ATTEMPTS; attempt++)
 	{
 		Oid			relid;
 		Oid			indexid;
 
-		fw_table_find(&relid, &indexid);
+		fw_table_find(&relid, &indexid, attempt > 0);
 		*rel = try_table_open(relid, lockmode);
 		if (*rel == NULL)
 		{
@@ -374,10 +388,7 @@ fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
 		table_close(*rel, lockmode);
 		fw_table_relid = fw_table_indexid = InvalidOid;
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("extension \"fixed_window\" was dropped during the call"),
-			 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+	fw_missing_extension_error(true);
 }
 
 /*

@@ -336,6 +336,7 @@ fw_database_entry(Oid dbid, bool claim)
 	int			i;
 	int			entry = FW_NO_DATABASE;
 
+	Assert(OidIsValid(dbid));
 	for (i = 0; i < FW_MAX_DATABASES; i++)
 		if (fw_shared->databases[i].dbid == dbid)
 			return i;

@@ -59,6 +59,8 @@ typedef struct FwStatsEntry
 	pg_atomic_uint64 denied;
 	pg_atomic_uint64 last_denied_at;	/* a TimestampTz; 0 for never */
 	pg_atomic_uint64 since;		/* a TimestampTz */
+	uint32		database_bound; /* overflow entry: the share the database
+								 * held all of, or 0 if the table was full */
 } FwStatsEntry;
 
 typedef struct FwStats
@@ -131,6 +133,13 @@ fw_stats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
 		memcpy(key->name, name, len);
 }
 
+/* The most names one database may hold, by fixed_window.database_share. */
+static uint32
+fw_stats_database_limit(void)
+{
+	return Max(FW_MAX_STATS * fw_database_share / 100, 1);
+}
+
 /* How many names the database holds; under the exclusive lock. */
 static uint32
 fw_stats_named_in(Oid dbid)
@@ -159,6 +168,7 @@ fw_stats_add(const FwStatsKey *key)
 		pg_atomic_init_u64(&entry->denied, 0);
 		pg_atomic_init_u64(&entry->last_denied_at, 0);
 		pg_atomic_init_u64(&entry->since, (uint64) fw_clock_now());
+		entry->database_bound = 0;
 		if (key->name_len != FW_STATS_OVERFLOW)
 			fw_stats->named++;
 	}
@@ -174,15 +184,40 @@ fw_stats_enter(const FwStatsKey *key)
 {
 	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_FIND, NULL);
 	FwStatsKey	overflow;
-	uint32		database_limit = Max(FW_MAX_STATS * fw_database_share / 100, 1);
+	uint32		database_limit = fw_stats_database_limit();
+	bool		database_bound;
 
 	if (entry != NULL)
 		return entry;
-	if (fw_stats->named < FW_MAX_STATS &&
-		fw_stats_named_in(key->dbid) < database_limit)
+	database_bound = fw_stats_named_in(key->dbid) >= database_limit;
+	if (fw_stats->named < FW_MAX_STATS && !database_bound)
 		return fw_stats_add(key);
 	fw_stats_key_init(&overflow, key->dbid, NULL, FW_STATS_OVERFLOW);
-	return fw_stats_add(&overflow);
+	entry = fw_stats_add(&overflow);
+	if (entry != NULL)
+		entry->database_bound = database_bound ? database_limit : 0;
+	return entry;
+}
+
+/*
+ * The overflow entry of a database, when it is sure to be where the calls
+ * of a name without an entry go: the database holds its share (which only
+ * its own reset frees, removing the overflow entry too), or the table is
+ * full.  Under the shared lock, so that such calls need no exclusive lock.
+ */
+static FwStatsEntry *
+fw_stats_overflow(Oid dbid)
+{
+	FwStatsKey	key;
+	FwStatsEntry *entry;
+	uint32		database_limit = fw_stats_database_limit();
+
+	fw_stats_key_init(&key, dbid, NULL, FW_STATS_OVERFLOW);
+	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
+	if (entry != NULL &&
+		(entry->database_bound == database_limit || fw_stats->named >= FW_MAX_STATS))
+		return entry;
+	return NULL;
 }
 
 /* Count one fw_limit call answered from shared memory. */
@@ -198,6 +233,8 @@ fw_stats_count(const FwIdentity *id, const FwDecision *decision)
 
 	LWLockAcquire(fw_stats->lock, LW_SHARED);
 	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
+	if (entry == NULL)
+		entry = fw_stats_overflow(id->dbid);
 	if (entry == NULL)
 	{
 		/* a name seen for the first time: add it */

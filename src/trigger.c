@@ -25,6 +25,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
@@ -79,87 +80,32 @@ fw_trigger_fix_setting(const char *name, const char *value)
 /*
  * Whether timestamptz input would read the value as a time that moves with
  * the clock ("now", "today 10:00", "Tomorrow", ...): a grid anchored there
- * moves too, and every row would pass.  The value is split into fields as
- * the input function splits it, which skips white space and folds case.
- * "epoch" is a fixed time and is accepted.
+ * moves too, and every row would pass.  Every run of letters is a word the
+ * input function may read, whatever surrounds it and however long the
+ * value; case does not matter.  "epoch" is a fixed time and is accepted.
  */
 static bool
 fw_trigger_relative_time(const char *value)
 {
 	static const char *const words[] = {"now", "today", "tomorrow", "yesterday"};
-	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
-	char	   *field[MAXDATEFIELDS];
-	int			ftype[MAXDATEFIELDS];
-	int			nf;
-	int			i;
-	int			w;
+	const char *p = value;
 
-	if (strlen(value) >= MAXDATELEN ||
-		ParseDateTime(value, workbuf, sizeof(workbuf), field, ftype,
-					  MAXDATEFIELDS, &nf) != 0)
-		return false;			/* the input function will report it */
-	for (i = 0; i < nf; i++)
-		for (w = 0; w < lengthof(words); w++)
-			if (pg_strcasecmp(field[i], words[w]) == 0)
-				return true;
-	return false;
-}
-
-/*
- * Whether the text of a value of this type is the same in every session.
- * The key is a column's text, read with DateStyle, IntervalStyle,
- * TimeZone, extra_float_digits and bytea_output fixed; types whose text
- * depends on anything else (the reg* types on search_path, money on
- * lc_monetary) or that are not meant as keys are refused, so that one
- * value never counts as two keys.
- */
-static bool
-fw_trigger_key_type_ok(Oid type)
-{
-	Oid			base = getBaseType(type);
-	char		category;
-	bool		preferred;
-
-	switch (base)
+	while (*p != '\0')
 	{
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case NAMEOID:
-		case CHAROID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case NUMERICOID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case BOOLOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMETZOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case INTERVALOID:
-		case INETOID:
-		case CIDROID:
-		case MACADDROID:
-		case MACADDR8OID:
-		case UUIDOID:
-		case BYTEAOID:
-		case JSONOID:
-		case JSONBOID:
-		case BITOID:
-		case VARBITOID:
-			return true;
-		default:
-			break;
+		const char *word = p;
+		int			len;
+		int			w;
+
+		while (isalpha((unsigned char) *p))
+			p++;
+		len = p - word;
+		for (w = 0; w < lengthof(words); w++)
+			if (len == strlen(words[w]) && pg_strncasecmp(word, words[w], len) == 0)
+				return true;
+		if (len == 0)
+			p++;
 	}
-	if (get_typtype(base) == TYPTYPE_ENUM)
-		return true;
-	/* other plain string types, such as citext */
-	get_type_category_preferred(base, &category, &preferred);
-	return category == TYPCATEGORY_STRING && get_typtype(base) == TYPTYPE_BASE;
+	return false;
 }
 
 /* Which argument is being read, for the context of its errors. */
@@ -195,6 +141,87 @@ fw_trigger_input(TriggerData *trigdata, const char *what, Oid infunc, char *valu
 							  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 	error_context_stack = callback.previous;
 	return result;
+}
+
+/*
+ * Whether a column can give keys: one value must be one key, whatever the
+ * session.  The key is the column's text, read with DateStyle,
+ * IntervalStyle, TimeZone, extra_float_digits and bytea_output fixed; types
+ * whose text depends on anything else (the reg* types on search_path, money
+ * on lc_monetary) are refused, and so are types whose equal values print
+ * differently (interval's '1 day' and '24 hours', json numbers, strings
+ * under a nondeterministic collation such as citext's) and types not meant
+ * as keys.  numeric and floating-point values are normalized by
+ * fw_trigger_key.
+ */
+static bool
+fw_trigger_key_type_ok(Form_pg_attribute att)
+{
+	if (OidIsValid(att->attcollation) && !get_collation_isdeterministic(att->attcollation))
+		return false;
+
+	switch (getBaseType(att->atttypid))
+	{
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case NUMERICOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case BOOLOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMETZOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case INETOID:
+		case CIDROID:
+		case MACADDROID:
+		case MACADDR8OID:
+		case UUIDOID:
+		case BYTEAOID:
+		case BITOID:
+		case VARBITOID:
+			return true;
+		default:
+			return get_typtype(getBaseType(att->atttypid)) == TYPTYPE_ENUM;
+	}
+}
+
+/*
+ * The key of a row: the column's text, with equal numbers written alike
+ * (42 and 42.000, -0 and 0); NULL for a null value.
+ */
+static char *
+fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(row, tupdesc, attnum, &isnull);
+
+	if (isnull)
+		return NULL;
+	switch (getBaseType(TupleDescAttr(tupdesc, attnum - 1)->atttypid))
+	{
+		case NUMERICOID:
+			return numeric_normalize(DatumGetNumeric(value));
+		case FLOAT8OID:
+			if (DatumGetFloat8(value) == 0)
+				return pstrdup("0");
+			break;
+		case FLOAT4OID:
+			if (DatumGetFloat4(value) == 0)
+				return pstrdup("0");
+			break;
+		default:
+			break;
+	}
+	return SPI_getvalue(row, tupdesc, attnum);
 }
 
 Datum
@@ -247,16 +274,17 @@ fw_trigger(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
 						args[1], trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
-	if (!fw_trigger_key_type_ok(TupleDescAttr(tupdesc, attnum - 1)->atttypid))
+	if (!fw_trigger_key_type_ok(TupleDescAttr(tupdesc, attnum - 1)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("column \"%s\" of type %s cannot be the key of trigger \"%s\" on table \"%s\"",
 						args[1], format_type_be(TupleDescAttr(tupdesc, attnum - 1)->atttypid),
 						trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
-				 errdetail("fw_trigger takes keys only from columns whose text is the same in every session: "
-						   "text, numeric, boolean, date and time, network address, uuid, bytea, json, "
-						   "bit string and enum types, and domains over them."),
-				 errhint("Limit on a generated column that turns this one into text.")));
+				 errdetail("fw_trigger takes keys only from columns whose values have one text each, in every session: "
+						   "string types with a deterministic collation, numbers, boolean, date and time, network address, "
+						   "uuid, bytea, bit string and enum types, and domains over them."),
+				 errhint("Limit on a plain column of such a type, filled by the application or by an earlier BEFORE trigger "
+						 "(stored generated columns are computed after BEFORE triggers).")));
 	rate = fw_trigger_int(trigdata, "rate", args[2]);
 
 	/*
@@ -275,7 +303,13 @@ fw_trigger(PG_FUNCTION_ARGS)
 	if (trigger->tgnargs >= 5)
 	{
 		if (fw_trigger_relative_time(args[4]))
-			fw_trigger_arg_error(trigdata, "start", args[4]);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value \"%s\" for argument \"%s\" of trigger \"%s\" on table \"%s\"",
+							args[4], "start", trigger->tgname,
+							RelationGetRelationName(trigdata->tg_relation)),
+					 errdetail("A start such as \"now\" or \"today\" moves with the clock, so the windows would move and every row would pass."),
+					 errhint("Give a fixed time, such as '2026-01-01 00:00+00'.")));
 		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
 	}
 	else
@@ -283,7 +317,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 	if (trigger->tgnargs == 6)
 		cost = fw_trigger_int(trigdata, "cost", args[5]);
 
-	key = SPI_getvalue(row, tupdesc, attnum);
+	key = fw_trigger_key(row, tupdesc, attnum);
 	AtEOXact_GUC(true, nestlevel);
 	if (key == NULL)
 		ereport(ERROR,
@@ -311,9 +345,11 @@ fw_trigger(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
 				 errmsg("rate limit \"%s\" exceeded", name),
-				 errdetail("Trigger \"%s\" on table \"%s\" allows %d rows per %s for each value of column \"%s\".",
-						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
-						   args[3], args[1]),
+				 errdetail_plural("Trigger \"%s\" on table \"%s\" allows %d row per %s for each value of column \"%s\".",
+								  "Trigger \"%s\" on table \"%s\" allows %d rows per %s for each value of column \"%s\".",
+								  rate,
+								  trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
+								  args[3], args[1]),
 				 errhint("Retry after %s.",
 						 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))))));
 	}

@@ -303,9 +303,9 @@ refill(int32 tokens, int64 windows, int32 rate, int32 capacity)
  * start or period), that window stays current and its tokens are judged.
  * Nor does the start it recorded: a call whose grid puts that start inside
  * a longer or earlier-starting window of its own judges the tokens of that
- * window, but the counter keeps its start (and the later of the two ends),
- * so that a call on the original grid never sees a window that already
- * ended and refills.
+ * window, but the counter keeps its start, so that a call on the original
+ * grid never sees a window that already ended and refills; and it keeps
+ * the latest end any call gave it.
  *
  * decision->state is what the counter holds after an allowed call; a
  * denied call changes nothing, so stores write it only when decision->ok.
@@ -389,16 +389,13 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	decision->now = now;
 	decision->remaining = tokens;
 	decision->state.tokens = tokens;
-	if (keeps_window)
-	{
-		decision->state.window_start = old->window_start;
-		decision->state.window_end = Max(old->window_end, window_end);
-	}
-	else
-	{
-		decision->state.window_start = window_start;
-		decision->state.window_end = window_end;
-	}
+	/*
+	 * The end kept is the later of the counter's and the call's: with
+	 * several grids on one key, the counter is not done with (reclaimed,
+	 * collected by fw_gc) before every window that spent from it has ended.
+	 */
+	decision->state.window_start = keeps_window ? old->window_start : window_start;
+	decision->state.window_end = old ? Max(old->window_end, window_end) : window_end;
 
 	/*
 	 * Without rollover, any counter whose window has ended refills to rate

@@ -110,19 +110,23 @@ DROP TABLE visits;
 -- every type family the trigger accepts.
 CREATE TYPE mood AS ENUM ('happy', 'sad');
 CREATE DOMAIN email AS text;
-CREATE FUNCTION same_key(typ text, val text, setting text, v1 text, v2 text)
+-- keys(typ, a, b, setting, v1, v2): insert a under setting = v1, then b
+-- under setting = v2, at 1 row per day; one key if the second is denied.
+CREATE FUNCTION keys(typ text, a text, b text, setting text DEFAULT 'search_path',
+                     v1 text DEFAULT 'public', v2 text DEFAULT 'public')
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     result text;
 BEGIN
     EXECUTE format('CREATE TABLE public.keyed (c %s)', typ);
     EXECUTE format('CREATE TRIGGER keyed_quota BEFORE INSERT ON public.keyed FOR EACH ROW '
-                   'EXECUTE FUNCTION public.fw_trigger(%L, ''c'', ''1'', ''1 day'')', 'type:' || typ);
+                   'EXECUTE FUNCTION public.fw_trigger(%L, ''c'', ''1'', ''1 day'')',
+                   format('type:%s:%s', typ, a));
     PERFORM set_config(setting, v1, true);
-    EXECUTE format('INSERT INTO public.keyed VALUES (%L::%s)', val, typ);
+    EXECUTE format('INSERT INTO public.keyed VALUES (%L::%s)', a, typ);
     PERFORM set_config(setting, v2, true);
     BEGIN
-        EXECUTE format('INSERT INTO public.keyed VALUES (%L::%s)', val, typ);
+        EXECUTE format('INSERT INTO public.keyed VALUES (%L::%s)', b, typ);
         result := 'two keys';
     EXCEPTION WHEN SQLSTATE 'RL429' THEN
         result := 'one key';
@@ -130,7 +134,7 @@ BEGIN
     DROP TABLE public.keyed;
     RETURN result;
 END $$;
-SELECT typ, setting, same_key(typ, val, setting, v1, v2)
+SELECT typ, setting, keys(typ, val, val, setting, v1, v2) AS same_key
 FROM (VALUES
     ('text', 'alice', 'search_path', 'public', 'pg_catalog, public'),
     ('public.email', 'a@example.com', 'search_path', 'public', 'pg_catalog, public'),
@@ -151,24 +155,7 @@ FROM (VALUES
     ('public.mood', 'happy', 'search_path', 'public', 'pg_catalog, public')
 ) AS t(typ, val, setting, v1, v2);
 -- Equal numbers are one key however they are written.
-CREATE FUNCTION equal_values(typ text, a text, b text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    result text;
-BEGIN
-    EXECUTE format('CREATE TABLE public.keyed (c %s)', typ);
-    EXECUTE format('CREATE TRIGGER keyed_quota BEFORE INSERT ON public.keyed FOR EACH ROW '
-                   'EXECUTE FUNCTION public.fw_trigger(%L, ''c'', ''1'', ''1 day'')', 'equal:' || typ);
-    EXECUTE format('INSERT INTO public.keyed VALUES (%L::%s)', a, typ);
-    BEGIN
-        EXECUTE format('INSERT INTO public.keyed VALUES (%L::%s)', b, typ);
-        result := 'two keys';
-    EXCEPTION WHEN SQLSTATE 'RL429' THEN
-        result := 'one key';
-    END;
-    DROP TABLE public.keyed;
-    RETURN result;
-END $$;
-SELECT typ, a, b, equal_values(typ, a, b)
+SELECT typ, a, b, keys(typ, a, b) AS equal_values
 FROM (VALUES ('numeric', '42', '42.000'), ('numeric', '-0.10', '-0.1'),
              ('double precision', '0', '-0'), ('real', '-0', '0')) AS t(typ, a, b);
 

@@ -35,6 +35,9 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 
+# Every object is rebuilt when a header of src/ changes.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 
 # The test layers one by one (make installcheck runs the last three).
 installcheck-regress:

@@ -36,6 +36,7 @@ fw_cluster_start "$dir" \
     "shared_preload_libraries = 'fixed_window'" \
     "fixed_window.max_counters = 200000" \
     "fixed_window.database_share = 100" \
+    "fixed_window.role_share = 100" \
     "max_connections = 100" \
     "shared_buffers = 256MB"
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" >/dev/null

@@ -19,6 +19,7 @@
 int			fw_storage = FW_STORAGE_AUTO;
 bool		fw_fail_open = false;
 int			fw_database_share = 50;
+int			fw_role_share = 50;
 
 static const struct config_enum_entry fw_storage_options[] = {
 	{"auto", FW_STORAGE_AUTO, false},
@@ -141,6 +142,17 @@ fw_define_settings(void)
 							"Sets the percentage of shared-memory counter slots and statistics entries one database may hold.",
 							"A flood of new keys or limit names in one database then leaves room for the others.",
 							&fw_database_share,
+							50,
+							1,
+							100,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fixed_window.role_share",
+							"Sets the percentage of shared-memory counter slots one role may hold, over all databases.",
+							"A flood of new keys from one role then leaves room for the others.",
+							&fw_role_share,
 							50,
 							1,
 							100,

@@ -29,6 +29,7 @@ typedef enum FwStorage
 extern int	fw_storage;
 extern bool fw_fail_open;
 extern int	fw_database_share;
+extern int	fw_role_share;
 
 extern void fw_define_settings(void);
 extern TimestampTz fw_clock_now(void);

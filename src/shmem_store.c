@@ -8,7 +8,7 @@
  * three parts:
  *
  *	- FwShared, a header: the free list, the reclaim hint and the slots
- *	  each database holds;
+ *	  each database and each role holds;
  *	- buckets[], the head slot of each hash chain (a power of two of them);
  *	- slots[], an array of FW_SLOT_SIZE-byte slots.
  *
@@ -30,7 +30,7 @@
  *	  ordered, each judged on the state the previous one left and at a time
  *	  no earlier than it.
  *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming and claiming an
- *	  entry of databases[].  A call that finds no room takes it, then
+ *	  entry of databases[] or roles[].  A call that finds no room takes it, then
  *	  retries, then reclaims, so that while one backend reclaims the others
  *	  wait and then find the slots it freed.
  *	- the mutex (a spinlock): held for a few instructions to move slots on
@@ -42,20 +42,22 @@
  *
  * What guards each field:
  *
- *	FwShared.locks, nbuckets, nslots, database_limit_base
+ *	FwShared.locks, nbuckets, nslots
  *					set at startup, never change
  *	FwShared.free_head, nfree
  *					mutex
  *	FwShared.reclaim_after
  *					lowered under the mutex by any call, raised only by a
  *					reclaim, which holds the admin lock
- *	FwShared.databases[i].dbid
+ *	FwShared.databases[i].oid, roles[i].oid
  *					written under the admin lock and the mutex; read under
  *					either, or without a lock by a backend looking for its
- *					own database (whose entry cannot change while it is
- *					connected: an entry is released only when its database
- *					is dropped)
- *	FwShared.databases[i].slots
+ *					own database or role, which it checks again under the
+ *					mutex before taking slots in the entry.  A database's
+ *					entry is released only when the database is dropped; a
+ *					role's entry may be taken by another role once it holds
+ *					no slot.
+ *	FwShared.databases[i].slots, roles[i].slots
  *					mutex
  *	buckets[b]		the partition lock of b
  *	a counter's slots, all fields
@@ -89,7 +91,8 @@
 #define FW_ADMIN_LOCK		FW_NUM_PARTITIONS	/* index after the partitions */
 #define FW_SLOT_SIZE		120
 #define FW_NIL				PG_UINT32_MAX	/* no slot */
-#define FW_NO_DATABASE		(-1)	/* no entry of databases[] */
+#define FW_NO_ENTRY			(-1)	/* no entry of databases[] or roles[] */
+#define FW_MAX_ROLES		1024	/* roles whose slots are counted at once */
 #define FW_LOCK_TRANCHE		"fixed_window"
 #define FW_MIN_COUNTERS		1000
 #define FW_MAX_COUNTERS		100000000
@@ -113,6 +116,7 @@ typedef struct FwCounter
 	uint16		name_len;
 	uint16		key_len;
 	uint16		database;		/* its entry of databases[] */
+	uint16		role;			/* its entry of roles[]: the creating role */
 	FwCounterData data;
 	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
 } FwCounter;
@@ -138,14 +142,23 @@ StaticAssertDecl(sizeof(FwSlot) == FW_SLOT_SIZE, "FwSlot must be FW_SLOT_SIZE by
 StaticAssertDecl(FW_INLINE_TEXT >= 64, "a counter must hold 64 bytes of text inline");
 StaticAssertDecl(FW_MAX_NAME_BYTES <= PG_UINT16_MAX && FW_MAX_KEY_BYTES <= PG_UINT16_MAX,
 				 "name and key lengths must fit in uint16");
-StaticAssertDecl(FW_MAX_DATABASES <= PG_UINT16_MAX, "database entries must fit in uint16");
+StaticAssertDecl(FW_MAX_DATABASES <= PG_UINT16_MAX && FW_MAX_ROLES <= PG_UINT16_MAX,
+				 "database and role entries must fit in uint16");
 
-/* The slots one database holds. */
-typedef struct FwDatabaseSlots
+/* The slots one database, or one role, holds. */
+typedef struct FwShare
 {
-	Oid			dbid;			/* InvalidOid: the entry is free */
+	Oid			oid;			/* InvalidOid: the entry is free */
 	uint32		slots;
-} FwDatabaseSlots;
+} FwShare;
+
+/* Whose share a new counter's slots count against. */
+typedef struct FwOwners
+{
+	int			database;		/* entry of databases[], or FW_NO_ENTRY */
+	int			role;			/* entry of roles[], or FW_NO_ENTRY */
+	Oid			roleid;			/* the role that entry must still be of */
+} FwOwners;
 
 typedef struct FwShared
 {
@@ -156,7 +169,8 @@ typedef struct FwShared
 	uint32		free_head;
 	uint32		nfree;
 	int64		reclaim_after;	/* no counter is reclaimable before this */
-	FwDatabaseSlots databases[FW_MAX_DATABASES];
+	FwShare		databases[FW_MAX_DATABASES];
+	FwShare		roles[FW_MAX_ROLES];
 } FwShared;
 
 static FwShared *fw_shared = NULL;
@@ -164,7 +178,7 @@ static uint32 *fw_buckets = NULL;
 static FwSlot *fw_slots = NULL;
 
 /* This backend's entry of databases[], once found. */
-static int	fw_my_database = FW_NO_DATABASE;
+static int	fw_my_database = FW_NO_ENTRY;
 
 static void fw_shmem_dump(int code, Datum arg);
 static void fw_shmem_load(void);
@@ -181,11 +195,11 @@ fw_admin_lock(void)
 	return &fw_shared->locks[FW_ADMIN_LOCK].lock;
 }
 
-/* The most slots one database may hold, by fixed_window.database_share. */
+/* The most slots one database or role may hold, by a share in percent. */
 static uint32
-fw_database_limit(void)
+fw_share_limit(int share)
 {
-	uint64		limit = (uint64) fw_shared->nslots * fw_database_share / 100;
+	uint64		limit = (uint64) fw_shared->nslots * share / 100;
 
 	return (uint32) Max(limit, 1);
 }
@@ -273,11 +287,8 @@ fw_shmem_clear(void)
 	fw_shared->free_head = 0;
 	fw_shared->nfree = fw_shared->nslots;
 	fw_shared->reclaim_after = PG_INT64_MIN;
-	for (i = 0; i < FW_MAX_DATABASES; i++)
-	{
-		fw_shared->databases[i].dbid = InvalidOid;
-		fw_shared->databases[i].slots = 0;
-	}
+	memset(fw_shared->databases, 0, sizeof(fw_shared->databases));
+	memset(fw_shared->roles, 0, sizeof(fw_shared->roles));
 }
 
 /* From shmem_startup_hook, under AddinShmemInitLock. */
@@ -327,51 +338,66 @@ fw_shmem_prefetch(uint32 hash)
 }
 
 /*
- * The entry of databases[] for dbid, or FW_NO_DATABASE; with claim, a free
- * entry is taken for it if it has none (FW_NO_DATABASE when none is free).
+ * The entry of table (databases[] or roles[], n entries) for oid, or
+ * FW_NO_ENTRY; with claim, an entry is taken for it if it has none: a free
+ * one, or with reuse, one that holds no slot (FW_NO_ENTRY when there is
+ * none).  Claiming takes the admin lock unless the caller holds it.
  */
 static int
-fw_database_entry(Oid dbid, bool claim)
+fw_share_entry(FwShare *table, int n, Oid oid, bool claim, bool reuse)
 {
+	LWLock	   *admin = fw_admin_lock();
+	bool		locked;
+	int			entry = FW_NO_ENTRY;
 	int			i;
-	int			entry = FW_NO_DATABASE;
 
-	Assert(OidIsValid(dbid));
-	for (i = 0; i < FW_MAX_DATABASES; i++)
-		if (fw_shared->databases[i].dbid == dbid)
+	Assert(OidIsValid(oid));
+	for (i = 0; i < n; i++)
+		if (table[i].oid == oid)
 			return i;
 	if (!claim)
-		return FW_NO_DATABASE;
+		return FW_NO_ENTRY;
 
-	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	for (i = 0; i < FW_MAX_DATABASES; i++)
+	locked = !LWLockHeldByMe(admin);
+	if (locked)
+		LWLockAcquire(admin, LW_EXCLUSIVE);
+	SpinLockAcquire(&fw_shared->mutex);
+	for (i = 0; i < n; i++)
 	{
-		if (fw_shared->databases[i].dbid == dbid)
+		if (table[i].oid == oid)
 		{
 			entry = i;
 			break;
 		}
-		if (entry == FW_NO_DATABASE && fw_shared->databases[i].dbid == InvalidOid)
+		if (entry == FW_NO_ENTRY &&
+			(table[i].oid == InvalidOid || (reuse && table[i].slots == 0)))
 			entry = i;
 	}
-	if (entry != FW_NO_DATABASE && fw_shared->databases[entry].dbid != dbid)
+	if (entry != FW_NO_ENTRY && table[entry].oid != oid)
 	{
-		SpinLockAcquire(&fw_shared->mutex);
-		fw_shared->databases[entry].dbid = dbid;
-		fw_shared->databases[entry].slots = 0;
-		SpinLockRelease(&fw_shared->mutex);
+		table[entry].oid = oid;
+		table[entry].slots = 0;
 	}
-	LWLockRelease(fw_admin_lock());
+	SpinLockRelease(&fw_shared->mutex);
+	if (locked)
+		LWLockRelease(admin);
 	return entry;
 }
 
-/* This backend's entry, claimed on first use. */
-static int
-fw_my_database_entry(void)
+/*
+ * Whose share a new counter of this backend counts against: its database
+ * (found once) and its current role, claimed if needed.  Called with no
+ * partition lock held, since claiming may take the admin lock.
+ */
+static void
+fw_my_owners(FwOwners *owners)
 {
-	if (fw_my_database == FW_NO_DATABASE)
-		fw_my_database = fw_database_entry(MyDatabaseId, true);
-	return fw_my_database;
+	if (fw_my_database == FW_NO_ENTRY)
+		fw_my_database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES,
+										MyDatabaseId, true, false);
+	owners->database = fw_my_database;
+	owners->roleid = GetUserId();
+	owners->role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
 }
 
 /* Slots a counter with "len" bytes of name and key needs. */
@@ -384,13 +410,15 @@ fw_slots_needed(int len)
 }
 
 /*
- * Whether n slots are free for the database of entry "database", and, when
- * take is true, take them off the free list, linked to each other through
- * overflow.next: *first is set to the first.  The mutex is held only to
- * reserve them and then to pop one slot at a time.
+ * Whether n slots are free for a counter of these owners, within the shares
+ * of its database and its role, and, when take is true, take them off the
+ * free list, linked to each other through overflow.next: *first is set to
+ * the first.  The mutex is held only to reserve them and then to pop one
+ * slot at a time.  FW_APPLY_ROLE_MOVED: the role's entry was taken by
+ * another role since it was found; find it again.
  */
 static FwApplyResult
-fw_alloc_slots(uint32 n, int database, bool take, uint32 *first)
+fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first)
 {
 	FwApplyResult result = FW_APPLY_OK;
 	uint32		i;
@@ -398,13 +426,20 @@ fw_alloc_slots(uint32 n, int database, bool take, uint32 *first)
 	SpinLockAcquire(&fw_shared->mutex);
 	if (fw_shared->nfree < n)
 		result = FW_APPLY_FULL;
-	else if (database == FW_NO_DATABASE ||
-			 fw_shared->databases[database].slots + n > fw_database_limit())
+	else if (owners->database == FW_NO_ENTRY ||
+			 fw_shared->databases[owners->database].slots + n > fw_share_limit(fw_database_share))
 		result = FW_APPLY_DATABASE_FULL;
+	else if (owners->role == FW_NO_ENTRY)
+		result = FW_APPLY_ROLE_FULL;
+	else if (fw_shared->roles[owners->role].oid != owners->roleid)
+		result = FW_APPLY_ROLE_MOVED;
+	else if (fw_shared->roles[owners->role].slots + n > fw_share_limit(fw_role_share))
+		result = FW_APPLY_ROLE_FULL;
 	else if (take)
 	{
 		fw_shared->nfree -= n;	/* reserve them all at once */
-		fw_shared->databases[database].slots += n;
+		fw_shared->databases[owners->database].slots += n;
+		fw_shared->roles[owners->role].slots += n;
 	}
 	SpinLockRelease(&fw_shared->mutex);
 	if (result != FW_APPLY_OK || !take)
@@ -432,6 +467,7 @@ static void
 fw_free_slots(uint32 slot)
 {
 	uint32		database = fw_slots[slot].counter.database;
+	uint32		role = fw_slots[slot].counter.role;
 	uint32		last;
 	uint32		n = 1;
 
@@ -445,6 +481,7 @@ fw_free_slots(uint32 slot)
 	fw_shared->free_head = slot;
 	fw_shared->nfree += n;
 	fw_shared->databases[database].slots -= n;
+	fw_shared->roles[role].slots -= n;
 	SpinLockRelease(&fw_shared->mutex);
 }
 
@@ -550,16 +587,16 @@ fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
 }
 
 /*
- * Create a counter for id at the head of its bucket, in the slots of the
- * database of entry "database"; *slot is set to it.
+ * Create a counter for id at the head of its bucket, in the shares of its
+ * owners; *slot is set to it.
  */
 static FwApplyResult
-fw_insert(uint32 bucket, const FwIdentity *id, int database, uint32 *slot)
+fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *slot)
 {
 	FwApplyResult result;
 	FwCounter  *counter;
 
-	result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len), database, true, slot);
+	result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len), owners, true, slot);
 	if (result != FW_APPLY_OK)
 		return result;
 	counter = &fw_slots[*slot].counter;
@@ -568,7 +605,8 @@ fw_insert(uint32 bucket, const FwIdentity *id, int database, uint32 *slot)
 	counter->dbid = id->dbid;
 	counter->name_len = (uint16) id->name_len;
 	counter->key_len = (uint16) id->key_len;
-	counter->database = (uint16) database;
+	counter->database = (uint16) owners->database;
+	counter->role = (uint16) owners->role;
 	fw_counter_text(counter, FW_TEXT_STORE, id, NULL);
 	counter->next = fw_buckets[bucket];
 	fw_buckets[bucket] = *slot;
@@ -609,7 +647,7 @@ fw_lower_reclaim_hint(int64 window_end)
  */
 static FwApplyResult
 fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
-					int database, FwDecision *decision)
+					const FwOwners *owners, FwDecision *decision)
 {
 	uint32		bucket = id->hash & (fw_shared->nbuckets - 1);
 	LWLock	   *lock = fw_partition_lock(bucket);
@@ -636,12 +674,12 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 		;						/* a denial changes nothing */
 	else if (counter == NULL && !consume)
 		result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len),
-								database, false, NULL);
+								owners, false, NULL);
 	else if (consume)
 	{
 		if (counter == NULL)
 		{
-			result = fw_insert(bucket, id, database, &slot);
+			result = fw_insert(bucket, id, owners, &slot);
 			if (result == FW_APPLY_OK)
 				counter = &fw_slots[slot].counter;
 		}
@@ -850,49 +888,80 @@ fw_reclaim(TimestampTz now)
  * once more.  So FW_APPLY_FULL or FW_APPLY_DATABASE_FULL comes back only
  * when, at that moment, no counter's window had ended.
  */
+static bool
+fw_no_room(FwApplyResult result)
+{
+	return result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL ||
+		result == FW_APPLY_ROLE_FULL;
+}
+
+/* Apply once, finding the role's entry again if another role took it. */
+static FwApplyResult
+fw_shmem_apply_owned(const FwIdentity *id, const FwLimit *limit, bool consume,
+					 FwOwners *owners, FwDecision *decision)
+{
+	FwApplyResult result = fw_shmem_apply_once(id, limit, consume, owners, decision);
+
+	while (result == FW_APPLY_ROLE_MOVED)
+	{
+		owners->role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
+		result = fw_shmem_apply_once(id, limit, consume, owners, decision);
+	}
+	return result;
+}
+
 FwApplyResult
 fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 			   FwDecision *decision)
 {
-	int			database = fw_my_database_entry();
+	FwOwners	owners;
 	FwApplyResult result;
 
 	Assert(id->dbid == MyDatabaseId);
-	result = fw_shmem_apply_once(id, limit, consume, database, decision);
-	if (result != FW_APPLY_FULL && result != FW_APPLY_DATABASE_FULL)
+	fw_my_owners(&owners);
+	result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
+	if (!fw_no_room(result))
 		return result;
 
 	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	result = fw_shmem_apply_once(id, limit, consume, database, decision);
+	result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
 
 	/*
 	 * Judged no later than the real clock, so that a session whose
-	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
+	 * fixed_window.debug_now lies ahead cannot reclaim live counters.  With
+	 * no entry for the database or role, reclaiming would not help.
 	 */
-	if ((result == FW_APPLY_FULL ||
-		 (result == FW_APPLY_DATABASE_FULL && database != FW_NO_DATABASE)) &&
+	if (fw_no_room(result) &&
+		owners.database != FW_NO_ENTRY && owners.role != FW_NO_ENTRY &&
 		fw_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
-		result = fw_shmem_apply_once(id, limit, consume, database, decision);
+		result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
 	LWLockRelease(fw_admin_lock());
 	return result;
 }
 
-/* How full the table is, and how much of it the database dbid holds. */
+/* How full the table is, and how much of it a database and a role hold. */
 void
-fw_shmem_usage(Oid dbid, FwShmemUsage *usage)
+fw_shmem_usage(Oid dbid, Oid roleid, FwShmemUsage *usage)
 {
-	int			database = fw_database_entry(dbid, false);
+	int			database;
+	int			role;
 
 	memset(usage, 0, sizeof(FwShmemUsage));
 	if (fw_shared == NULL)
 		return;
+	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, false);
+	role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, roleid, false, false);
 	SpinLockAcquire(&fw_shared->mutex);
 	usage->nslots = fw_shared->nslots;
 	usage->nfree = fw_shared->nfree;
-	usage->database_limit = fw_database_limit();
-	usage->database_known = (database != FW_NO_DATABASE);
+	usage->database_limit = fw_share_limit(fw_database_share);
+	usage->database_known = (database != FW_NO_ENTRY);
 	if (usage->database_known)
 		usage->database_slots = fw_shared->databases[database].slots;
+	usage->role_limit = fw_share_limit(fw_role_share);
+	usage->role_known = (role != FW_NO_ENTRY && fw_shared->roles[role].oid == roleid);
+	if (usage->role_known)
+		usage->role_slots = fw_shared->roles[role].slots;
 	SpinLockRelease(&fw_shared->mutex);
 }
 
@@ -917,11 +986,11 @@ fw_shmem_drop_database(Oid dbid)
 	fw_walk(fw_drop_visit, &dbid, FW_WALK_REMOVE);
 
 	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	database = fw_database_entry(dbid, false);
-	if (database != FW_NO_DATABASE)
+	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, false);
+	if (database != FW_NO_ENTRY)
 	{
 		SpinLockAcquire(&fw_shared->mutex);
-		fw_shared->databases[database].dbid = InvalidOid;
+		fw_shared->databases[database].oid = InvalidOid;
 		fw_shared->databases[database].slots = 0;
 		SpinLockRelease(&fw_shared->mutex);
 	}
@@ -1127,7 +1196,7 @@ fw_shmem_load(void)
 		FwDumpRecord record;
 		FwIdentity	id;
 		uint32		slot;
-		int			database;
+		FwOwners	owners;
 		FwApplyResult result;
 
 		if (end - p < (long) sizeof(record))
@@ -1146,12 +1215,17 @@ fw_shmem_load(void)
 		/* a counter whose window ended would be reclaimed at once */
 		if (record.data.window_end <= now)
 			continue;
-		database = fw_database_entry(record.dbid, true);
-		result = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id, database, &slot);
+		/* the last caller's role stands for the one that created it */
+		owners.database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES,
+										 record.dbid, true, false);
+		owners.roleid = record.data.userid;
+		owners.role = OidIsValid(owners.roleid) ?
+			fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true, true) : FW_NO_ENTRY;
+		result = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot);
 		if (result == FW_APPLY_FULL)
 			break;				/* a smaller max_counters: keep what fits */
 		if (result != FW_APPLY_OK)
-			continue;			/* more than the database's share */
+			continue;			/* more than a share */
 		fw_slots[slot].counter.data = record.data;
 		fw_lower_reclaim_hint(record.data.window_end);
 		loaded++;

@@ -42,6 +42,9 @@ typedef struct FwShmemUsage
 	uint32		database_slots; /* taken by the database asked about */
 	uint32		database_limit; /* the most one database may take */
 	bool		database_known; /* false: too many databases hold counters */
+	uint32		role_slots;		/* taken by the role asked about */
+	uint32		role_limit;		/* the most one role may take */
+	bool		role_known;		/* false: too many roles hold counters */
 } FwShmemUsage;
 
 extern int	fw_max_counters;
@@ -56,6 +59,6 @@ extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fw_shmem_remove(const FwIdentity *id);
 extern void fw_shmem_drop_database(Oid dbid);
-extern void fw_shmem_usage(Oid dbid, FwShmemUsage *usage);
+extern void fw_shmem_usage(Oid dbid, Oid roleid, FwShmemUsage *usage);
 
 #endif							/* FW_SHMEM_STORE_H */

@@ -49,10 +49,16 @@ fw_full_detail(FwApplyResult result)
 {
 	FwShmemUsage usage;
 
-	fw_shmem_usage(MyDatabaseId, &usage);
+	fw_shmem_usage(MyDatabaseId, GetUserId(), &usage);
 	if (result == FW_APPLY_FULL)
 		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
 				  usage.nslots);
+	else if (result == FW_APPLY_ROLE_FULL && !usage.role_known)
+		errdetail("Shared memory already keeps counters of as many roles as it accounts for.");
+	else if (result == FW_APPLY_ROLE_FULL)
+		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of fixed_window.max_counters = %u).",
+				  GetUserNameFromId(GetUserId(), false), usage.role_slots,
+				  usage.role_limit, fw_role_share, usage.nslots);
 	else if (!usage.database_known)
 		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.",
 				  FW_MAX_DATABASES);
@@ -73,7 +79,8 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	if (fw_use_shmem())
 	{
 		result = fw_shmem_apply(id, limit, consume, decision);
-		full = (result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL);
+		full = (result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL ||
+				result == FW_APPLY_ROLE_FULL);
 		if (consume && (result == FW_APPLY_OK || (full && fw_fail_open)))
 			fw_stats_count(id, decision);
 	}
@@ -101,7 +108,7 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
 					 fw_full_detail(result),
-					 errhint("Raise fixed_window.max_counters or fixed_window.database_share. This warning repeats at most once a minute per session.")));
+					 errhint("Raise fixed_window.max_counters, fixed_window.database_share or fixed_window.role_share. This warning repeats at most once a minute per session.")));
 			last_warning = now;
 		}
 		return;
@@ -111,6 +118,6 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no room for a new rate limit counter"),
 				 fw_full_detail(result),
-				 errhint("Raise fixed_window.max_counters (restart) or fixed_window.database_share (reload), "
+				 errhint("Raise fixed_window.max_counters (restart), fixed_window.database_share or fixed_window.role_share (reload), "
 						 "or set fixed_window.fail_open to allow such calls uncounted.")));
 }

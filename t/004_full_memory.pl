@@ -39,6 +39,7 @@ $big->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'fixed_window'
 fixed_window.max_counters = $slots
 fixed_window.database_share = 100
+fixed_window.role_share = 100
 fixed_window.debug_now = '2026-07-01 12:00:00+00'
 max_connections = 40
 });
@@ -242,6 +243,7 @@ $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'fixed_window'
 fixed_window.max_counters = 2000
 fixed_window.database_share = 100
+fixed_window.role_share = 100
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
@@ -401,4 +403,44 @@ like($err, $all_live, 'a full table names max_counters in any database (fw_check
 like($err, $all_live, 'a full table names max_counters in any database (fw_limit)');
 
 $node->stop;
+
+# One role cannot take every slot either (found in review: one role with
+# CONNECT on two databases filled both databases' shares).  At the default
+# shares, 50% each, alice's flood in r1 takes 1,000 of 2,000 slots; in r2 her
+# first new key fails, naming her share, while bob in r2 and the superuser
+# in a third database still get counters.
+my $roles = PostgreSQL::Test::Cluster->new('roles');
+$roles->init;
+$roles->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'fixed_window'
+fixed_window.max_counters = 2000
+fixed_window.debug_now = '2026-07-01 15:00:00+00'
+});
+$roles->start;
+$roles->safe_psql('postgres', 'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE EXTENSION fixed_window');
+foreach my $db ('r1', 'r2')
+{
+	$roles->safe_psql('postgres', "CREATE DATABASE $db");
+	$roles->safe_psql($db, 'CREATE EXTENSION fixed_window');
+}
+is( $roles->safe_psql('postgres', 'SHOW fixed_window.role_share'), '50', 'role_share is 50 by default');
+($ret, $out, $err) = $roles->psql('r1',
+	"SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 1000) g, fw_limit('x', g::text, 1, '1000 years')",
+	extra_params => [ '-U', 'alice' ]);
+is($out, '1000', 'alice takes 1,000 slots in r1');
+($ret, $out, $err) = $roles->psql('r2', "\\set VERBOSITY verbose\nSELECT ok FROM fw_limit('x', 'first', 1, '1000 years')",
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'alice gets no new counter in r2');
+like($err, qr/DETAIL:  Role "alice" holds 1000 counter slots in windows that have not ended, in all databases, and one role may hold 1000 \(fixed_window.role_share = 50% of fixed_window.max_counters = 2000\)\./,
+	'the detail names her share');
+($ret, $out, $err) = $roles->psql('r2', "SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 500) g, fw_limit('x', g::text, 1, '1000 years')",
+	extra_params => [ '-U', 'bob' ]);
+is($out, '500', 'bob still gets counters in r2');
+is( $roles->safe_psql('postgres', "SELECT ok FROM fw_limit('x', 'admin', 1, '1000 years')"),
+	't', 'and so does the superuser in a third database');
+# What alice holds she keeps: her counters still deny.
+($ret, $out, $err) = $roles->psql('r1', "SELECT ok FROM fw_limit('x', '7', 1, '1000 years')",
+	extra_params => [ '-U', 'alice' ]);
+is($out, 'f', 'her live counters are not evicted');
+$roles->stop;
 done_testing();

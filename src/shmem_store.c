@@ -177,8 +177,9 @@ static FwShared *fw_shared = NULL;
 static uint32 *fw_buckets = NULL;
 static FwSlot *fw_slots = NULL;
 
-/* This backend's entry of databases[], once found. */
+/* This backend's entries of databases[] and roles[], once found. */
 static int	fw_my_database = FW_NO_ENTRY;
+static int	fw_my_role = FW_NO_ENTRY;
 
 static void fw_shmem_dump(int code, Datum arg);
 static void fw_shmem_load(void);
@@ -397,7 +398,11 @@ fw_my_owners(FwOwners *owners)
 										MyDatabaseId, true, false);
 	owners->database = fw_my_database;
 	owners->roleid = GetUserId();
-	owners->role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
+
+	/* the role's entry of the last call, if still its (checked again later) */
+	if (fw_my_role == FW_NO_ENTRY || fw_shared->roles[fw_my_role].oid != owners->roleid)
+		fw_my_role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
+	owners->role = fw_my_role;
 }
 
 /* Slots a counter with "len" bytes of name and key needs. */
@@ -904,7 +909,8 @@ fw_shmem_apply_owned(const FwIdentity *id, const FwLimit *limit, bool consume,
 
 	while (result == FW_APPLY_ROLE_MOVED)
 	{
-		owners->role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
+		owners->role = fw_my_role =
+			fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
 		result = fw_shmem_apply_once(id, limit, consume, owners, decision);
 	}
 	return result;

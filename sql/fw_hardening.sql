@@ -157,7 +157,19 @@ FROM (VALUES
 -- Equal numbers are one key however they are written.
 SELECT typ, a, b, keys(typ, a, b) AS equal_values
 FROM (VALUES ('numeric', '42', '42.000'), ('numeric', '-0.10', '-0.1'),
-             ('double precision', '0', '-0'), ('real', '-0', '0')) AS t(typ, a, b);
+             ('double precision', '0', '-0'), ('real', '-0', '0'),
+             ('bpchar', 'x', 'x  '), ('character(4)', 'x', 'x ')) AS t(typ, a, b);
+-- A start's time zone abbreviation is read with the default set, whatever
+-- the session's timezone_abbreviations: the second row of the day is denied.
+CREATE TABLE abbrev (k text);
+CREATE TRIGGER abbrev_quota BEFORE INSERT ON abbrev FOR EACH ROW
+    EXECUTE FUNCTION fw_trigger('abbrev', 'k', '1', '1 day', '2026-01-01 00:00 EST');
+SET timezone_abbreviations = 'Australia';
+INSERT INTO abbrev VALUES ('w');
+SET timezone_abbreviations = 'Default';
+INSERT INTO abbrev VALUES ('w');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE abbrev;
 
 -- Types whose text depends on the session, or whose equal values have
 -- different texts, are refused at the first row.

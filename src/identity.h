@@ -38,8 +38,7 @@ typedef enum FwApplyResult
 	FW_APPLY_OUT_OF_RANGE,		/* a boundary lies beyond 64-bit time */
 	FW_APPLY_FULL,				/* no room for a new counter */
 	FW_APPLY_DATABASE_FULL,		/* the database holds all it may */
-	FW_APPLY_ROLE_FULL,			/* the role holds all it may */
-	FW_APPLY_ROLE_MOVED			/* internal to shmem_store.c: retried */
+	FW_APPLY_ROLE_FULL			/* the role holds all it may */
 } FwApplyResult;
 
 extern void fw_check_length(const char *what, int len, int max_bytes);

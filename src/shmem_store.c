@@ -27,8 +27,8 @@
  *	  partition's lock exclusively to update or create a counter (fw_limit)
  *	  or shared to read it (fw_check), reads the clock while holding it, and
  *	  releases it before returning.  Calls on one key are thus totally
- *	  ordered, each judged on the state the previous one left and at a time
- *	  no earlier than it.
+ *	  ordered, each judged on the state the previous one left (fw_decide
+ *	  copes with a clock that reads earlier than the state).
  *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming and claiming an
  *	  entry of databases[] or roles[].  A call that finds no room takes it, then
  *	  retries, then reclaims, so that while one backend reclaims the others
@@ -47,16 +47,15 @@
  *	FwShared.free_head, nfree
  *					mutex
  *	FwShared.reclaim_after
- *					lowered under the mutex by any call, raised only by a
- *					reclaim, which holds the admin lock
+ *					an atomic: lowered by any call (compare and exchange),
+ *					raised only by a reclaim, which holds the admin lock
  *	FwShared.databases[i].oid, roles[i].oid
  *					written under the admin lock and the mutex; read under
  *					either, or without a lock by a backend looking for its
  *					own database or role, which it checks again under the
- *					mutex before taking slots in the entry.  A database's
- *					entry is released only when the database is dropped; a
- *					role's entry may be taken by another role once it holds
- *					no slot.
+ *					mutex before taking slots in the entry.  An entry that
+ *					holds no slot may be taken for another database or role
+ *					(and is freed when its database is dropped).
  *	FwShared.databases[i].slots, roles[i].slots
  *					mutex
  *	buckets[b]		the partition lock of b
@@ -116,7 +115,8 @@ typedef struct FwCounter
 	uint16		name_len;
 	uint16		key_len;
 	uint16		database;		/* its entry of databases[] */
-	uint16		role;			/* its entry of roles[]: the creating role */
+	uint16		role;			/* its entry of roles[]: the creating session's
+								 * login role */
 	FwCounterData data;
 	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
 } FwCounter;
@@ -156,9 +156,13 @@ typedef struct FwShare
 typedef struct FwOwners
 {
 	int			database;		/* entry of databases[], or FW_NO_ENTRY */
+	Oid			dbid;			/* the database that entry must still be of */
 	int			role;			/* entry of roles[], or FW_NO_ENTRY */
 	Oid			roleid;			/* the role that entry must still be of */
 } FwOwners;
+
+/* How often an entry taken for another database or role is looked up again. */
+#define FW_OWNER_ATTEMPTS	10
 
 typedef struct FwShared
 {
@@ -168,7 +172,8 @@ typedef struct FwShared
 	slock_t		mutex;
 	uint32		free_head;
 	uint32		nfree;
-	int64		reclaim_after;	/* no counter is reclaimable before this */
+	pg_atomic_uint64 reclaim_after; /* an int64: no counter is reclaimable
+									 * before this */
 	FwShare		databases[FW_MAX_DATABASES];
 	FwShare		roles[FW_MAX_ROLES];
 } FwShared;
@@ -287,7 +292,7 @@ fw_shmem_clear(void)
 		fw_slots[i].overflow.next = (i + 1 < fw_shared->nslots) ? i + 1 : FW_NIL;
 	fw_shared->free_head = 0;
 	fw_shared->nfree = fw_shared->nslots;
-	fw_shared->reclaim_after = PG_INT64_MIN;
+	pg_atomic_init_u64(&fw_shared->reclaim_after, (uint64) PG_INT64_MIN);
 	memset(fw_shared->databases, 0, sizeof(fw_shared->databases));
 	memset(fw_shared->roles, 0, sizeof(fw_shared->roles));
 }
@@ -341,11 +346,13 @@ fw_shmem_prefetch(uint32 hash)
 /*
  * The entry of table (databases[] or roles[], n entries) for oid, or
  * FW_NO_ENTRY; with claim, an entry is taken for it if it has none: a free
- * one, or with reuse, one that holds no slot (FW_NO_ENTRY when there is
- * none).  Claiming takes the admin lock unless the caller holds it.
+ * one, or one that holds no slot (FW_NO_ENTRY when there is none).
+ * Claiming takes the admin lock unless the caller holds it: entries change
+ * owner only under it, so the scans need no mutex; the mutex is taken only
+ * to check that the chosen entry still holds no slot, and to write it.
  */
 static int
-fw_share_entry(FwShare *table, int n, Oid oid, bool claim, bool reuse)
+fw_share_entry(FwShare *table, int n, Oid oid, bool claim)
 {
 	LWLock	   *admin = fw_admin_lock();
 	bool		locked;
@@ -362,24 +369,32 @@ fw_share_entry(FwShare *table, int n, Oid oid, bool claim, bool reuse)
 	locked = !LWLockHeldByMe(admin);
 	if (locked)
 		LWLockAcquire(admin, LW_EXCLUSIVE);
-	SpinLockAcquire(&fw_shared->mutex);
-	for (i = 0; i < n; i++)
+	for (;;)
 	{
-		if (table[i].oid == oid)
+		int			candidate = FW_NO_ENTRY;
+
+		for (i = 0; i < n && entry == FW_NO_ENTRY; i++)
 		{
-			entry = i;
-			break;
+			if (table[i].oid == oid)
+				entry = i;
+			else if (candidate == FW_NO_ENTRY &&
+					 (table[i].oid == InvalidOid || table[i].slots == 0))
+				candidate = i;
 		}
-		if (entry == FW_NO_ENTRY &&
-			(table[i].oid == InvalidOid || (reuse && table[i].slots == 0)))
-			entry = i;
+		if (entry != FW_NO_ENTRY || candidate == FW_NO_ENTRY)
+			break;
+
+		/* its slots may have been taken since the scan read them */
+		SpinLockAcquire(&fw_shared->mutex);
+		if (table[candidate].slots == 0)
+		{
+			table[candidate].oid = oid;
+			entry = candidate;
+		}
+		SpinLockRelease(&fw_shared->mutex);
+		if (entry != FW_NO_ENTRY)
+			break;
 	}
-	if (entry != FW_NO_ENTRY && table[entry].oid != oid)
-	{
-		table[entry].oid = oid;
-		table[entry].slots = 0;
-	}
-	SpinLockRelease(&fw_shared->mutex);
 	if (locked)
 		LWLockRelease(admin);
 	return entry;
@@ -387,21 +402,26 @@ fw_share_entry(FwShare *table, int n, Oid oid, bool claim, bool reuse)
 
 /*
  * Whose share a new counter of this backend counts against: its database
- * (found once) and its current role, claimed if needed.  Called with no
+ * and its session's login role, claimed if needed.  Called with no
  * partition lock held, since claiming may take the admin lock.
  */
 static void
 fw_my_owners(FwOwners *owners)
 {
-	if (fw_my_database == FW_NO_ENTRY)
-		fw_my_database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES,
-										MyDatabaseId, true, false);
-	owners->database = fw_my_database;
-	owners->roleid = GetUserId();
+	owners->dbid = MyDatabaseId;
 
-	/* the role's entry of the last call, if still its (checked again later) */
+	/*
+	 * The login role: neither SET ROLE nor a SECURITY DEFINER function
+	 * moves a session's counters into another role's share.
+	 */
+	owners->roleid = GetSessionUserId();
+
+	/* the entries of the last call, if still theirs (checked again later) */
+	if (fw_my_database == FW_NO_ENTRY || fw_shared->databases[fw_my_database].oid != owners->dbid)
+		fw_my_database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners->dbid, true);
 	if (fw_my_role == FW_NO_ENTRY || fw_shared->roles[fw_my_role].oid != owners->roleid)
-		fw_my_role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
+		fw_my_role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true);
+	owners->database = fw_my_database;
 	owners->role = fw_my_role;
 }
 
@@ -419,26 +439,29 @@ fw_slots_needed(int len)
  * of its database and its role, and, when take is true, take them off the
  * free list, linked to each other through overflow.next: *first is set to
  * the first.  The mutex is held only to reserve them and then to pop one
- * slot at a time.  FW_APPLY_ROLE_MOVED: the role's entry was taken by
- * another role since it was found; find it again.
+ * slot at a time.  *moved is set when an owner's entry was taken for
+ * another database or role since it was found: find them again and retry.
  */
 static FwApplyResult
-fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first)
+fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool *moved)
 {
 	FwApplyResult result = FW_APPLY_OK;
 	uint32		i;
 
+	*moved = false;
 	SpinLockAcquire(&fw_shared->mutex);
-	if (fw_shared->nfree < n)
+	if ((owners->database != FW_NO_ENTRY &&
+		 fw_shared->databases[owners->database].oid != owners->dbid) ||
+		(owners->role != FW_NO_ENTRY &&
+		 fw_shared->roles[owners->role].oid != owners->roleid))
+		*moved = true;
+	else if (fw_shared->nfree < n)
 		result = FW_APPLY_FULL;
 	else if (owners->database == FW_NO_ENTRY ||
 			 fw_shared->databases[owners->database].slots + n > fw_share_limit(fw_database_share))
 		result = FW_APPLY_DATABASE_FULL;
-	else if (owners->role == FW_NO_ENTRY)
-		result = FW_APPLY_ROLE_FULL;
-	else if (fw_shared->roles[owners->role].oid != owners->roleid)
-		result = FW_APPLY_ROLE_MOVED;
-	else if (fw_shared->roles[owners->role].slots + n > fw_share_limit(fw_role_share))
+	else if (owners->role == FW_NO_ENTRY ||
+			 fw_shared->roles[owners->role].slots + n > fw_share_limit(fw_role_share))
 		result = FW_APPLY_ROLE_FULL;
 	else if (take)
 	{
@@ -447,7 +470,7 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first)
 		fw_shared->roles[owners->role].slots += n;
 	}
 	SpinLockRelease(&fw_shared->mutex);
-	if (result != FW_APPLY_OK || !take)
+	if (result != FW_APPLY_OK || *moved || !take)
 		return result;
 
 	*first = FW_NIL;
@@ -596,13 +619,15 @@ fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
  * owners; *slot is set to it.
  */
 static FwApplyResult
-fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *slot)
+fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *slot,
+		  bool *moved)
 {
 	FwApplyResult result;
 	FwCounter  *counter;
 
-	result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len), owners, true, slot);
-	if (result != FW_APPLY_OK)
+	result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len), owners, true,
+							slot, moved);
+	if (result != FW_APPLY_OK || *moved)
 		return result;
 	counter = &fw_slots[*slot].counter;
 	counter->overflow = fw_slots[*slot].overflow.next;
@@ -633,13 +658,11 @@ fw_remove(uint32 bucket, uint32 slot, uint32 prev)
 static void
 fw_lower_reclaim_hint(int64 window_end)
 {
-	/* read without the mutex first, to keep it off the common path */
-	if (window_end < fw_shared->reclaim_after)
-	{
-		SpinLockAcquire(&fw_shared->mutex);
-		fw_shared->reclaim_after = Min(fw_shared->reclaim_after, window_end);
-		SpinLockRelease(&fw_shared->mutex);
-	}
+	uint64		hint = pg_atomic_read_u64(&fw_shared->reclaim_after);
+
+	while (window_end < (int64) hint &&
+		   !pg_atomic_compare_exchange_u64(&fw_shared->reclaim_after, &hint, (uint64) window_end))
+		;
 }
 
 /*
@@ -652,7 +675,7 @@ fw_lower_reclaim_hint(int64 window_end)
  */
 static FwApplyResult
 fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
-					const FwOwners *owners, FwDecision *decision)
+					const FwOwners *owners, FwDecision *decision, bool *moved)
 {
 	uint32		bucket = id->hash & (fw_shared->nbuckets - 1);
 	LWLock	   *lock = fw_partition_lock(bucket);
@@ -662,6 +685,7 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 	uint32		prev;
 	uint32		slot;
 
+	*moved = false;
 	LWLockAcquire(lock, consume ? LW_EXCLUSIVE : LW_SHARED);
 
 	slot = fw_find(bucket, id, &prev);
@@ -679,13 +703,13 @@ fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
 		;						/* a denial changes nothing */
 	else if (counter == NULL && !consume)
 		result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len),
-								owners, false, NULL);
+								owners, false, NULL, moved);
 	else if (consume)
 	{
 		if (counter == NULL)
 		{
-			result = fw_insert(bucket, id, owners, &slot);
-			if (result == FW_APPLY_OK)
+			result = fw_insert(bucket, id, owners, &slot, moved);
+			if (result == FW_APPLY_OK && !*moved)
 				counter = &fw_slots[slot].counter;
 		}
 		if (counter != NULL)
@@ -868,21 +892,16 @@ fw_reclaim(TimestampTz now)
 
 	Assert(LWLockHeldByMeInMode(fw_admin_lock(), LW_EXCLUSIVE));
 
-	SpinLockAcquire(&fw_shared->mutex);
-	if (now < fw_shared->reclaim_after)
-	{
-		SpinLockRelease(&fw_shared->mutex);
+	if (now < (int64) pg_atomic_read_u64(&fw_shared->reclaim_after))
 		return 0;
-	}
-	/* counters created during the walk lower this again */
-	fw_shared->reclaim_after = PG_INT64_MAX;
-	SpinLockRelease(&fw_shared->mutex);
 
+	/*
+	 * Counters stored during the walk lower this again; one stored before it
+	 * is in the table, and the walk finds it.
+	 */
+	pg_atomic_write_u64(&fw_shared->reclaim_after, (uint64) PG_INT64_MAX);
 	fw_walk(fw_reclaim_visit, &reclaim, FW_WALK_REMOVE);
-
-	SpinLockAcquire(&fw_shared->mutex);
-	fw_shared->reclaim_after = Min(fw_shared->reclaim_after, reclaim.next);
-	SpinLockRelease(&fw_shared->mutex);
+	fw_lower_reclaim_hint(reclaim.next);
 	return reclaim.freed;
 }
 
@@ -900,22 +919,38 @@ fw_no_room(FwApplyResult result)
 		result == FW_APPLY_ROLE_FULL;
 }
 
-/* Apply once, finding the role's entry again if another role took it. */
+/*
+ * Apply once, finding the owners' entries again while another database or
+ * role takes them between the lookup and the allocation.
+ */
 static FwApplyResult
 fw_shmem_apply_owned(const FwIdentity *id, const FwLimit *limit, bool consume,
 					 FwOwners *owners, FwDecision *decision)
 {
-	FwApplyResult result = fw_shmem_apply_once(id, limit, consume, owners, decision);
+	FwApplyResult result;
+	bool		moved;
+	int			attempt;
 
-	while (result == FW_APPLY_ROLE_MOVED)
+	for (attempt = 0; attempt < FW_OWNER_ATTEMPTS; attempt++)
 	{
-		owners->role = fw_my_role =
-			fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, true);
-		result = fw_shmem_apply_once(id, limit, consume, owners, decision);
+		result = fw_shmem_apply_once(id, limit, consume, owners, decision, &moved);
+		if (!moved)
+			return result;
+		CHECK_FOR_INTERRUPTS();
+		fw_my_database = fw_my_role = FW_NO_ENTRY;
+		fw_my_owners(owners);
 	}
-	return result;
+	return FW_APPLY_ROLE_FULL;	/* entries kept moving: as if none were free */
 }
 
+/*
+ * Apply one call (see fw_shmem_apply_once).  When there is no room for a
+ * new counter, take the admin lock -- waiting for a backend that is
+ * reclaiming -- and try again; if there is still no room, reclaim, find the
+ * database's and role's entries again (a reclaim may have freed some), and
+ * try once more.  So a call finds no room only when, at that moment, no
+ * counter's window had ended.
+ */
 FwApplyResult
 fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 			   FwDecision *decision)
@@ -934,13 +969,14 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 
 	/*
 	 * Judged no later than the real clock, so that a session whose
-	 * fixed_window.debug_now lies ahead cannot reclaim live counters.  With
-	 * no entry for the database or role, reclaiming would not help.
+	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
 	 */
 	if (fw_no_room(result) &&
-		owners.database != FW_NO_ENTRY && owners.role != FW_NO_ENTRY &&
 		fw_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
+	{
+		fw_my_owners(&owners);
 		result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
+	}
 	LWLockRelease(fw_admin_lock());
 	return result;
 }
@@ -955,8 +991,8 @@ fw_shmem_usage(Oid dbid, Oid roleid, FwShmemUsage *usage)
 	memset(usage, 0, sizeof(FwShmemUsage));
 	if (fw_shared == NULL)
 		return;
-	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, false);
-	role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, roleid, false, false);
+	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
+	role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, roleid, false);
 	SpinLockAcquire(&fw_shared->mutex);
 	usage->nslots = fw_shared->nslots;
 	usage->nfree = fw_shared->nfree;
@@ -992,7 +1028,7 @@ fw_shmem_drop_database(Oid dbid)
 	fw_walk(fw_drop_visit, &dbid, FW_WALK_REMOVE);
 
 	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, false);
+	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
 	if (database != FW_NO_ENTRY)
 	{
 		SpinLockAcquire(&fw_shared->mutex);
@@ -1073,7 +1109,7 @@ fw_dump_visit(FwCounter *counter, void *arg)
 {
 	FwDump	   *dump = (FwDump *) arg;
 	FwDumpRecord record;
-	char	   *text;
+	char		text[FW_MAX_NAME_BYTES + FW_MAX_KEY_BYTES];
 
 	dump->count++;
 	if (dump->file == NULL)
@@ -1084,10 +1120,10 @@ fw_dump_visit(FwCounter *counter, void *arg)
 	record.name_len = counter->name_len;
 	record.key_len = counter->key_len;
 	record.data = counter->data;
-	text = fw_counter_copy_text(counter);
+	/* no palloc in the exiting postmaster: the text goes through the stack */
+	fw_counter_text(counter, FW_TEXT_LOAD, NULL, text);
 	fw_dump_write(dump, &record, sizeof(record));
 	fw_dump_write(dump, text, counter->name_len + counter->key_len);
-	pfree(text);
 	return false;
 }
 
@@ -1180,7 +1216,15 @@ fw_shmem_load(void)
 	if (size < (long) (sizeof(header) + sizeof(crc)))
 		goto bad_file;
 	data = palloc_extended(size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-	if (data == NULL || fread(data, 1, size, file) != (size_t) size)
+	if (data == NULL)
+	{
+		ereport(LOG,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory reading file \"%s\"", FW_DUMP_FILE),
+				 errdetail("The file is %ld bytes; the counters start empty.", size)));
+		goto done;
+	}
+	if (fread(data, 1, size, file) != (size_t) size)
 		goto read_error;
 	FreeFile(file);
 	file = NULL;
@@ -1204,6 +1248,7 @@ fw_shmem_load(void)
 		uint32		slot;
 		FwOwners	owners;
 		FwApplyResult result;
+		bool		moved;
 
 		if (end - p < (long) sizeof(record))
 			goto bad_file;
@@ -1222,12 +1267,13 @@ fw_shmem_load(void)
 		if (record.data.window_end <= now)
 			continue;
 		/* the last caller's role stands for the one that created it */
-		owners.database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES,
-										 record.dbid, true, false);
+		owners.dbid = record.dbid;
+		owners.database = OidIsValid(owners.dbid) ?
+			fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true) : FW_NO_ENTRY;
 		owners.roleid = record.data.userid;
 		owners.role = OidIsValid(owners.roleid) ?
-			fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true, true) : FW_NO_ENTRY;
-		result = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot);
+			fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true) : FW_NO_ENTRY;
+		result = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
 		if (result == FW_APPLY_FULL)
 			break;				/* a smaller max_counters: keep what fits */
 		if (result != FW_APPLY_OK)
@@ -1240,7 +1286,8 @@ fw_shmem_load(void)
 		goto bad_file;
 	pfree(data);
 	ereport(LOG,
-			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count)));
+			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count),
+			 errdetail("Counters whose windows ended, or beyond a database's or role's share, are not loaded.")));
 	return;
 
 read_error:
@@ -1251,7 +1298,8 @@ read_error:
 bad_file:
 	ereport(LOG,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("ignoring file \"%s\": it is truncated, corrupt or of another format", FW_DUMP_FILE)));
+			 errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
+			 errdetail("The file is truncated, corrupt or of another format; the counters start empty.")));
 	fw_shmem_clear();			/* forget whatever was loaded from it */
 done:
 	if (file)

@@ -8,18 +8,20 @@
  * at most FW_MAX_STATS names in all, of which one database may hold
  * fixed_window.database_share percent.  The calls of a name that finds no
  * room are counted in its database's overflow entry, whose name is NULL,
- * so that nothing is counted nowhere and a flood of names in one database
- * cannot stop another database's limits from being counted.  There is one
- * overflow entry per database beyond the FW_MAX_STATS names.
+ * so that a flood of names in one database cannot stop another database's
+ * limits from being counted.  There is room for one overflow entry per
+ * database beyond the FW_MAX_STATS names, for up to FW_MAX_DATABASES
+ * databases; a call that finds neither is not counted.
  *
  * Locking.  One LWLock: shared to find an entry and count into it (the
  * counts are atomics, so any number of backends count at once), exclusive
  * to add or remove entries.  Removal happens only under the exclusive lock,
  * so an entry found under the shared lock stays valid until it is released.
  *
- *	FwStats.lock, hash		set at startup, never change
- *	FwStats.named			the lock, exclusive
- *	the hash table's entries and keys
+ *	FwStats.lock			set at startup, never changes
+ *	FwStats.named			written under the lock held exclusively, read
+ *							under it in either mode
+ *	the hash table's entries: keys, database_bound
  *							the lock: shared to read, exclusive to change
  *	an entry's counts		atomics, under the lock in either mode
  *
@@ -190,8 +192,9 @@ fw_stats_enter(const FwStatsKey *key)
 	if (entry != NULL)
 		return entry;
 	database_bound = fw_stats_named_in(key->dbid) >= database_limit;
-	if (fw_stats->named < FW_MAX_STATS && !database_bound)
-		return fw_stats_add(key);
+	if (fw_stats->named < FW_MAX_STATS && !database_bound &&
+		(entry = fw_stats_add(key)) != NULL)
+		return entry;
 	fw_stats_key_init(&overflow, key->dbid, NULL, FW_STATS_OVERFLOW);
 	entry = fw_stats_add(&overflow);
 	if (entry != NULL)

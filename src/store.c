@@ -48,16 +48,21 @@ static void
 fw_full_detail(FwApplyResult result)
 {
 	FwShmemUsage usage;
+	Oid			roleid = GetSessionUserId();
+	const char *rolename = GetUserNameFromId(roleid, true);
 
-	fw_shmem_usage(MyDatabaseId, GetUserId(), &usage);
-	if (result == FW_APPLY_FULL)
+	fw_shmem_usage(MyDatabaseId, roleid, &usage);
+	if (result == FW_APPLY_FULL && usage.nfree > 0)
+		errdetail("Of the %u counter slots (fixed_window.max_counters), %u are free, fewer than this counter's name and key need; the others hold counters whose windows have not ended.",
+				  usage.nslots, usage.nfree);
+	else if (result == FW_APPLY_FULL)
 		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
 				  usage.nslots);
 	else if (result == FW_APPLY_ROLE_FULL && !usage.role_known)
 		errdetail("Shared memory already keeps counters of as many roles as it accounts for.");
 	else if (result == FW_APPLY_ROLE_FULL)
 		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of fixed_window.max_counters = %u).",
-				  GetUserNameFromId(GetUserId(), false), usage.role_slots,
+				  rolename ? rolename : psprintf("%u", roleid), usage.role_slots,
 				  usage.role_limit, fw_role_share, usage.nslots);
 	else if (!usage.database_known)
 		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.",

@@ -371,7 +371,7 @@ fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
 		Oid			indexid;
 
 		fw_table_find(&relid, &indexid, attempt > 0);
-		*rel = try_table_open(relid, lockmode);
+		*rel = try_relation_open(relid, lockmode);
 		if (*rel == NULL)
 		{
 			fw_table_relid = fw_table_indexid = InvalidOid;
@@ -385,7 +385,7 @@ fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
 		}
 		if (*index != NULL)
 			relation_close(*index, lockmode);
-		table_close(*rel, lockmode);
+		relation_close(*rel, lockmode);
 		fw_table_relid = fw_table_indexid = InvalidOid;
 	}
 	fw_missing_extension_error(true);
@@ -426,7 +426,7 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	if (consume && XactReadOnly)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("fw_limit cannot spend tokens in a read-only transaction"),
+				 errmsg("cannot spend rate limit tokens in a read-only transaction"),
 				 errhint("fw_check answers without spending.")));
 
 	fw_table_open(lockmode, &rel, &index);

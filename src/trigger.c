@@ -195,8 +195,9 @@ fw_trigger_key_type_ok(Form_pg_attribute att)
 }
 
 /*
- * The key of a row: the column's text, with equal numbers written alike
- * (42 and 42.000, -0 and 0); NULL for a null value.
+ * The key of a row: the column's text, with equal values written alike
+ * (42 and 42.000, -0 and 0, 'a' and 'a  ' in character(n)); NULL for a
+ * null value.
  */
 static char *
 fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
@@ -218,6 +219,16 @@ fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
 			if (DatumGetFloat4(value) == 0)
 				return pstrdup("0");
 			break;
+		case BPCHAROID:
+			{
+				/* trailing blanks do not count in character(n) equality */
+				char	   *text = SPI_getvalue(row, tupdesc, attnum);
+				int			len = strlen(text);
+
+				while (len > 0 && text[len - 1] == ' ')
+					text[--len] = '\0';
+				return text;
+			}
 		default:
 			break;
 	}
@@ -298,6 +309,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 	fw_trigger_fix_setting("timezone", "UTC");
 	fw_trigger_fix_setting("extra_float_digits", "1");
 	fw_trigger_fix_setting("bytea_output", "hex");
+	fw_trigger_fix_setting("timezone_abbreviations", "Default");
 
 	period = fw_trigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
 	if (trigger->tgnargs >= 5)

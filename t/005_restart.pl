@@ -54,7 +54,7 @@ print $fh "garbage";
 close $fh;
 my $log_offset = -s $node->logfile;
 $node->start;
-ok($node->log_contains(qr/ignoring file "pg_stat\/fixed_window.stat": it is truncated, corrupt or of another format/, $log_offset),
+ok($node->log_contains(qr/ignoring file "pg_stat\/fixed_window.stat"\n.*DETAIL:  The file is truncated, corrupt or of another format/, $log_offset),
 	'a corrupt file is ignored with a LOG message');
 is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
 
@@ -64,7 +64,7 @@ $node->stop;
 truncate($file, (-s $file) - 9) or die "truncate: $!";
 $log_offset = -s $node->logfile;
 $node->start;
-ok($node->log_contains(qr/ignoring file .*truncated, corrupt/, $log_offset), 'a truncated file is ignored');
+ok($node->log_contains(qr/ignoring file .*\n.*DETAIL:  The file is truncated, corrupt/, $log_offset), 'a truncated file is ignored');
 is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
 
 # A file of another format version (the header's second word): the same.
@@ -77,7 +77,7 @@ print $fh pack('L', 99);
 close $fh;
 $log_offset = -s $node->logfile;
 $node->start;
-ok($node->log_contains(qr/ignoring file .*of another format/, $log_offset),
+ok($node->log_contains(qr/ignoring file .*\n.*DETAIL:  .*of another format/, $log_offset),
 	'a file of another format version is ignored');
 is(remaining('keep', "'k'"), '10', 'and no counter is loaded from it');
 

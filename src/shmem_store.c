@@ -744,36 +744,40 @@ typedef enum FwWalkMode
 typedef bool (*FwSlotVisitor) (FwCounter *counter, void *arg);
 
 static void
+fw_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMode mode)
+{
+	LWLock	   *lock = &fw_shared->locks[partition].lock;
+	uint32		bucket;
+
+	if (mode != FW_WALK_UNLOCKED)
+		LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
+	for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
+	{
+		uint32		prev = FW_NIL;
+		uint32		slot = fw_buckets[bucket];
+
+		while (slot != FW_NIL)
+		{
+			uint32		next = fw_slots[slot].counter.next;
+
+			if (visitor(&fw_slots[slot].counter, arg) && mode == FW_WALK_REMOVE)
+				fw_remove(bucket, slot, prev);
+			else
+				prev = slot;
+			slot = next;
+		}
+	}
+	if (mode != FW_WALK_UNLOCKED)
+		LWLockRelease(lock);
+}
+
+static void
 fw_walk(FwSlotVisitor visitor, void *arg, FwWalkMode mode)
 {
 	int			partition;
 
 	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
-	{
-		LWLock	   *lock = &fw_shared->locks[partition].lock;
-		uint32		bucket;
-
-		if (mode != FW_WALK_UNLOCKED)
-			LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
-		for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
-		{
-			uint32		prev = FW_NIL;
-			uint32		slot = fw_buckets[bucket];
-
-			while (slot != FW_NIL)
-			{
-				uint32		next = fw_slots[slot].counter.next;
-
-				if (visitor(&fw_slots[slot].counter, arg) && mode == FW_WALK_REMOVE)
-					fw_remove(bucket, slot, prev);
-				else
-					prev = slot;
-				slot = next;
-			}
-		}
-		if (mode != FW_WALK_UNLOCKED)
-			LWLockRelease(lock);
-	}
+		fw_walk_partition(partition, visitor, arg, mode);
 }
 
 /* A counter's name and key, back to back, in a palloc'd buffer. */
@@ -791,40 +795,91 @@ typedef struct FwForeach
 {
 	FwCounterVisitor visitor;
 	void	   *arg;
+	FwCounterView *views;		/* read walks: copies made under the lock */
+	int			nviews;
+	int			maxviews;
 } FwForeach;
 
+/* A counter of the current database as its view, name and key copied. */
+static void
+fw_counter_view(FwCounter *counter, FwCounterView *view)
+{
+	char	   *text = fw_counter_copy_text(counter);
+
+	view->name = text;
+	view->name_len = counter->name_len;
+	view->key = text + counter->name_len;
+	view->key_len = counter->key_len;
+	view->data = counter->data;
+}
+
+/* Removal walks: the visitor decides under the partition's lock. */
 static bool
 fw_foreach_visit(FwCounter *counter, void *arg)
 {
 	FwForeach  *foreach = (FwForeach *) arg;
 	FwCounterView view;
-	char	   *text;
 	bool		remove;
 
 	if (counter->dbid != MyDatabaseId)
 		return false;
-	text = fw_counter_copy_text(counter);
-	view.name = text;
-	view.name_len = counter->name_len;
-	view.key = text + counter->name_len;
-	view.key_len = counter->key_len;
-	view.data = counter->data;
+	fw_counter_view(counter, &view);
 	remove = foreach->visitor(&view, foreach->arg);
-	pfree(text);
+	pfree((char *) view.name);
 	return remove;
+}
+
+/* Read walks: copy the counters, to be visited once the lock is released. */
+static bool
+fw_foreach_copy(FwCounter *counter, void *arg)
+{
+	FwForeach  *foreach = (FwForeach *) arg;
+
+	if (counter->dbid != MyDatabaseId)
+		return false;
+	if (foreach->nviews == foreach->maxviews)
+	{
+		foreach->maxviews *= 2;
+		foreach->views = repalloc(foreach->views, foreach->maxviews * sizeof(FwCounterView));
+	}
+	fw_counter_view(counter, &foreach->views[foreach->nviews++]);
+	return false;
 }
 
 /*
  * Visit every counter of the current database; the visitor gets its name
- * and key, and returns true to remove it (honoured when may_remove).
+ * and key, and returns true to remove it (honoured when may_remove).  A
+ * walk that only reads visits each partition's counters after releasing
+ * its lock, so that a visitor writing rows (fw_counters fills a
+ * tuplestore, which may go to disk) never holds up the calls.
  */
 void
 fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 {
-	FwForeach	foreach = {visitor, arg};
+	FwForeach	foreach = {visitor, arg, NULL, 0, 0};
+	int			partition;
+	int			i;
 
-	if (fw_shared != NULL)
-		fw_walk(fw_foreach_visit, &foreach, may_remove ? FW_WALK_REMOVE : FW_WALK_READ);
+	if (fw_shared == NULL)
+		return;
+	if (may_remove)
+	{
+		fw_walk(fw_foreach_visit, &foreach, FW_WALK_REMOVE);
+		return;
+	}
+	foreach.maxviews = 64;
+	foreach.views = palloc(foreach.maxviews * sizeof(FwCounterView));
+	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
+	{
+		fw_walk_partition(partition, fw_foreach_copy, &foreach, FW_WALK_READ);
+		for (i = 0; i < foreach.nviews; i++)
+		{
+			(void) visitor(&foreach.views[i], arg);
+			pfree((char *) foreach.views[i].name);
+		}
+		foreach.nviews = 0;
+	}
+	pfree(foreach.views);
 }
 
 /* Remove the counter of id, if there is one; returns whether there was. */

@@ -182,6 +182,9 @@ static FwShared *fw_shared = NULL;
 static uint32 *fw_buckets = NULL;
 static FwSlot *fw_slots = NULL;
 
+/* What the last allocation that found no room saw, for its error. */
+static FwShmemUsage fw_last_no_room;
+
 /* This backend's entries of databases[] and roles[], once found. */
 static int	fw_my_database = FW_NO_ENTRY;
 static int	fw_my_role = FW_NO_ENTRY;
@@ -463,6 +466,22 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool 
 	else if (owners->role == FW_NO_ENTRY ||
 			 fw_shared->roles[owners->role].slots + n > fw_share_limit(fw_role_share))
 		result = FW_APPLY_ROLE_FULL;
+	if (result != FW_APPLY_OK)
+	{
+		/* the counts the decision saw, for a true error message */
+		FwShmemUsage *usage = &fw_last_no_room;
+
+		usage->nslots = fw_shared->nslots;
+		usage->nfree = fw_shared->nfree;
+		usage->needed = n;
+		usage->database_limit = fw_share_limit(fw_database_share);
+		usage->database_known = (owners->database != FW_NO_ENTRY);
+		usage->database_slots = usage->database_known ?
+			fw_shared->databases[owners->database].slots : 0;
+		usage->role_limit = fw_share_limit(fw_role_share);
+		usage->role_known = (owners->role != FW_NO_ENTRY);
+		usage->role_slots = usage->role_known ? fw_shared->roles[owners->role].slots : 0;
+	}
 	else if (take)
 	{
 		fw_shared->nfree -= n;	/* reserve them all at once */
@@ -1036,30 +1055,14 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	return result;
 }
 
-/* How full the table is, and how much of it a database and a role hold. */
+/*
+ * What the table held when this backend's last call found no room for a
+ * new counter, as read under the mutex when that was decided.
+ */
 void
-fw_shmem_usage(Oid dbid, Oid roleid, FwShmemUsage *usage)
+fw_shmem_no_room_usage(FwShmemUsage *usage)
 {
-	int			database;
-	int			role;
-
-	memset(usage, 0, sizeof(FwShmemUsage));
-	if (fw_shared == NULL)
-		return;
-	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
-	role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, roleid, false);
-	SpinLockAcquire(&fw_shared->mutex);
-	usage->nslots = fw_shared->nslots;
-	usage->nfree = fw_shared->nfree;
-	usage->database_limit = fw_share_limit(fw_database_share);
-	usage->database_known = (database != FW_NO_ENTRY);
-	if (usage->database_known)
-		usage->database_slots = fw_shared->databases[database].slots;
-	usage->role_limit = fw_share_limit(fw_role_share);
-	usage->role_known = (role != FW_NO_ENTRY && fw_shared->roles[role].oid == roleid);
-	if (usage->role_known)
-		usage->role_slots = fw_shared->roles[role].slots;
-	SpinLockRelease(&fw_shared->mutex);
+	*usage = fw_last_no_room;
 }
 
 /*

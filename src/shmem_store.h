@@ -34,11 +34,12 @@ typedef struct FwCounterView
 /* Returns true to remove the counter, where the walk allows it. */
 typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
 
-/* How full the table is, for error messages and admins. */
+/* How full the table was when a call found no room, for its error. */
 typedef struct FwShmemUsage
 {
 	uint32		nslots;			/* fixed_window.max_counters */
 	uint32		nfree;
+	uint32		needed;			/* slots the new counter needed */
 	uint32		database_slots; /* taken by the database asked about */
 	uint32		database_limit; /* the most one database may take */
 	bool		database_known; /* false: too many databases hold counters */
@@ -59,6 +60,6 @@ extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
 extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fw_shmem_remove(const FwIdentity *id);
 extern void fw_shmem_drop_database(Oid dbid);
-extern void fw_shmem_usage(Oid dbid, Oid roleid, FwShmemUsage *usage);
+extern void fw_shmem_no_room_usage(FwShmemUsage *usage);
 
 #endif							/* FW_SHMEM_STORE_H */

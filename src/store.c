@@ -51,10 +51,10 @@ fw_full_detail(FwApplyResult result)
 	Oid			roleid = GetSessionUserId();
 	const char *rolename = GetUserNameFromId(roleid, true);
 
-	fw_shmem_usage(MyDatabaseId, roleid, &usage);
+	fw_shmem_no_room_usage(&usage);
 	if (result == FW_APPLY_FULL && usage.nfree > 0)
-		errdetail("Of the %u counter slots (fixed_window.max_counters), %u are free, fewer than this counter's name and key need; the others hold counters whose windows have not ended.",
-				  usage.nslots, usage.nfree);
+		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
+				  usage.nslots, usage.nfree, usage.needed);
 	else if (result == FW_APPLY_FULL)
 		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
 				  usage.nslots);

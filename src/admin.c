@@ -180,16 +180,10 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(scan.removed);
 }
 
-typedef struct FwStatsScan
-{
-	Tuplestorestate *store;
-	TupleDesc	tupdesc;
-} FwStatsScan;
-
 static void
 fw_collect_stats(const FwStatsView *stats, void *arg)
 {
-	FwStatsScan *scan = (FwStatsScan *) arg;
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
 	Datum		values[FW_STATS_COLS];
 	bool		nulls[FW_STATS_COLS] = {false};
 
@@ -203,7 +197,7 @@ fw_collect_stats(const FwStatsView *stats, void *arg)
 	values[4] = TimestampTzGetDatum(stats->last_denied_at);
 	nulls[4] = (stats->last_denied_at == 0);
 	values[5] = TimestampTzGetDatum(stats->since);
-	tuplestore_putvalues(scan->store, scan->tupdesc, values, nulls);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
@@ -216,13 +210,8 @@ fw_collect_stats(const FwStatsView *stats, void *arg)
 Datum
 fw_shmem_stats(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	FwStatsScan scan;
-
 	fw_init_materialized_srf(fcinfo);
-	scan.store = rsinfo->setResult;
-	scan.tupdesc = rsinfo->setDesc;
-	fw_stats_foreach(MyDatabaseId, fw_collect_stats, &scan);
+	fw_stats_foreach(MyDatabaseId, fw_collect_stats, fcinfo->resultinfo);
 	return (Datum) 0;
 }
 

@@ -41,6 +41,14 @@ typedef enum FwApplyResult
 	FW_APPLY_ROLE_FULL			/* the role holds all it may */
 } FwApplyResult;
 
+/* Whether a store found no room for a new counter. */
+static inline bool
+fw_apply_no_room(FwApplyResult result)
+{
+	return result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL ||
+		result == FW_APPLY_ROLE_FULL;
+}
+
 extern void fw_check_length(const char *what, int len, int max_bytes);
 extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
 							 const char *key, int key_len);

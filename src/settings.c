@@ -89,6 +89,18 @@ fw_assign_debug_now(const char *newval, void *extra)
 }
 
 /*
+ * The most of "total" (counter slots, statistics entries) that a share in
+ * percent allows one database or role: at least one.
+ */
+uint32
+fw_share_of(uint32 total, int share)
+{
+	uint64		limit = (uint64) total * share / 100;
+
+	return (uint32) Max(limit, 1);
+}
+
+/*
  * The time a call is judged at: the real time of the call, or
  * fixed_window.debug_now when a superuser has set it.
  */

@@ -32,6 +32,7 @@ extern int	fw_database_share;
 extern int	fw_role_share;
 
 extern void fw_define_settings(void);
+extern uint32 fw_share_of(uint32 total, int share);
 extern TimestampTz fw_clock_now(void);
 
 #endif							/* FW_SETTINGS_H */

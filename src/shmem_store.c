@@ -204,15 +204,6 @@ fw_admin_lock(void)
 	return &fw_shared->locks[FW_ADMIN_LOCK].lock;
 }
 
-/* The most slots one database or role may hold, by a share in percent. */
-static uint32
-fw_share_limit(int share)
-{
-	uint64		limit = (uint64) fw_shared->nslots * share / 100;
-
-	return (uint32) Max(limit, 1);
-}
-
 /* Settings of shared memory, defined only while preloading. */
 void
 fw_shmem_define_settings(void)
@@ -461,10 +452,10 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool 
 	else if (fw_shared->nfree < n)
 		result = FW_APPLY_FULL;
 	else if (owners->database == FW_NO_ENTRY ||
-			 fw_shared->databases[owners->database].slots + n > fw_share_limit(fw_database_share))
+			 fw_shared->databases[owners->database].slots + n > fw_share_of(fw_shared->nslots, fw_database_share))
 		result = FW_APPLY_DATABASE_FULL;
 	else if (owners->role == FW_NO_ENTRY ||
-			 fw_shared->roles[owners->role].slots + n > fw_share_limit(fw_role_share))
+			 fw_shared->roles[owners->role].slots + n > fw_share_of(fw_shared->nslots, fw_role_share))
 		result = FW_APPLY_ROLE_FULL;
 	if (result != FW_APPLY_OK)
 	{
@@ -474,11 +465,11 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool 
 		usage->nslots = fw_shared->nslots;
 		usage->nfree = fw_shared->nfree;
 		usage->needed = n;
-		usage->database_limit = fw_share_limit(fw_database_share);
+		usage->database_limit = fw_share_of(fw_shared->nslots, fw_database_share);
 		usage->database_known = (owners->database != FW_NO_ENTRY);
 		usage->database_slots = usage->database_known ?
 			fw_shared->databases[owners->database].slots : 0;
-		usage->role_limit = fw_share_limit(fw_role_share);
+		usage->role_limit = fw_share_of(fw_shared->nslots, fw_role_share);
 		usage->role_known = (owners->role != FW_NO_ENTRY);
 		usage->role_slots = usage->role_known ? fw_shared->roles[owners->role].slots : 0;
 	}
@@ -986,13 +977,6 @@ fw_reclaim(TimestampTz now)
  * once more.  So FW_APPLY_FULL or FW_APPLY_DATABASE_FULL comes back only
  * when, at that moment, no counter's window had ended.
  */
-static bool
-fw_no_room(FwApplyResult result)
-{
-	return result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL ||
-		result == FW_APPLY_ROLE_FULL;
-}
-
 /*
  * Apply once, finding the owners' entries again while another database or
  * role takes them between the lookup and the allocation.
@@ -1035,7 +1019,7 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	Assert(id->dbid == MyDatabaseId);
 	fw_my_owners(&owners);
 	result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
-	if (!fw_no_room(result))
+	if (!fw_apply_no_room(result))
 		return result;
 
 	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
@@ -1045,7 +1029,7 @@ fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	 * Judged no later than the real clock, so that a session whose
 	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
 	 */
-	if (fw_no_room(result) &&
+	if (fw_apply_no_room(result) &&
 		fw_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
 	{
 		fw_my_owners(&owners);

@@ -135,13 +135,6 @@ fw_stats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
 		memcpy(key->name, name, len);
 }
 
-/* The most names one database may hold, by fixed_window.database_share. */
-static uint32
-fw_stats_database_limit(void)
-{
-	return Max(FW_MAX_STATS * fw_database_share / 100, 1);
-}
-
 /* How many names the database holds; under the exclusive lock. */
 static uint32
 fw_stats_named_in(Oid dbid)
@@ -186,7 +179,7 @@ fw_stats_enter(const FwStatsKey *key)
 {
 	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_FIND, NULL);
 	FwStatsKey	overflow;
-	uint32		database_limit = fw_stats_database_limit();
+	uint32		database_limit = fw_share_of(FW_MAX_STATS, fw_database_share);
 	bool		database_bound;
 
 	if (entry != NULL)
@@ -213,7 +206,7 @@ fw_stats_overflow(Oid dbid)
 {
 	FwStatsKey	key;
 	FwStatsEntry *entry;
-	uint32		database_limit = fw_stats_database_limit();
+	uint32		database_limit = fw_share_of(FW_MAX_STATS, fw_database_share);
 
 	fw_stats_key_init(&key, dbid, NULL, FW_STATS_OVERFLOW);
 	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);

@@ -84,8 +84,7 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 	if (fw_use_shmem())
 	{
 		result = fw_shmem_apply(id, limit, consume, decision);
-		full = (result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL ||
-				result == FW_APPLY_ROLE_FULL);
+		full = fw_apply_no_room(result);
 		if (consume && (result == FW_APPLY_OK || (full && fw_fail_open)))
 			fw_stats_count(id, decision);
 	}

@@ -45,13 +45,16 @@ PG_FUNCTION_INFO_V1(fw_trigger);
 #define FW_UNIX_EPOCH	(-INT64CONST(946684800000000))	/* fw_limit's default start */
 
 static void pg_attribute_noreturn()
-fw_trigger_arg_error(TriggerData *trigdata, const char *what, const char *value)
+fw_trigger_arg_error(TriggerData *trigdata, const char *what, const char *value,
+					 const char *detail, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid value \"%s\" for argument \"%s\" of trigger \"%s\" on table \"%s\"",
 					value, what, trigdata->tg_trigger->tgname,
 					RelationGetRelationName(trigdata->tg_relation)),
+			 detail ? errdetail("%s", detail) : 0,
+			 hint ? errhint("%s", hint) :
 			 errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
 					 "for example fw_trigger('signup', 'ip', '5', '1 day').")));
 }
@@ -66,7 +69,7 @@ fw_trigger_int(TriggerData *trigdata, const char *what, const char *value)
 	result = strtol(value, &end, 10);
 	if (end == value || *end != '\0' || errno != 0 ||
 		result < PG_INT32_MIN || result > PG_INT32_MAX)
-		fw_trigger_arg_error(trigdata, what, value);
+		fw_trigger_arg_error(trigdata, what, value, NULL, NULL);
 	return (int32) result;
 }
 
@@ -315,13 +318,9 @@ fw_trigger(PG_FUNCTION_ARGS)
 	if (trigger->tgnargs >= 5)
 	{
 		if (fw_trigger_relative_time(args[4]))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value \"%s\" for argument \"%s\" of trigger \"%s\" on table \"%s\"",
-							args[4], "start", trigger->tgname,
-							RelationGetRelationName(trigdata->tg_relation)),
-					 errdetail("A start such as \"now\" or \"today\" moves with the clock, so the windows would move and every row would pass."),
-					 errhint("Give a fixed time, such as '2026-01-01 00:00+00'.")));
+			fw_trigger_arg_error(trigdata, "start", args[4],
+								 _("A start such as \"now\" or \"today\" moves with the clock, so the windows would move and every row would pass."),
+								 _("Give a fixed time, such as '2026-01-01 00:00+00'."));
 		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
 	}
 	else

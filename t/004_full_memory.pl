@@ -22,6 +22,24 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# Reload a new fixed_window.database_share (a reload setting), then create
+# databases with the extension.
+sub share_and_databases
+{
+	my ($cluster, $share, @dbs) = @_;
+	$cluster->safe_psql('postgres', qq{
+		ALTER SYSTEM SET fixed_window.database_share = $share;
+		SELECT pg_reload_conf();
+	});
+	$cluster->poll_query_until('postgres', 'SHOW fixed_window.database_share', $share)
+	  or die 'database_share was not reloaded';
+	foreach my $db (@dbs)
+	{
+		$cluster->safe_psql('postgres', "CREATE DATABASE $db");
+		$cluster->safe_psql($db, 'CREATE EXTENSION fixed_window');
+	}
+}
+
 # ---------------------------------------------------------------------------
 # Part 1: a large table full of dead counters and 16 pgbench clients on new
 # keys (review finding 1).  Every call must be answered and counted: the
@@ -154,17 +172,7 @@ ok(!$big->log_contains(qr/allowing calls for new keys without counting them/, $l
 # name, and fw_stats_reset() frees the entries.
 # ---------------------------------------------------------------------------
 
-$big->safe_psql('postgres', q{
-	ALTER SYSTEM SET fixed_window.database_share = 50;
-	SELECT pg_reload_conf();
-});
-$big->poll_query_until('postgres', 'SHOW fixed_window.database_share', '50')
-  or die 'database_share was not reloaded';
-foreach my $db ('stats_a', 'stats_b')
-{
-	$big->safe_psql('postgres', "CREATE DATABASE $db");
-	$big->safe_psql($db, 'CREATE EXTENSION fixed_window');
-}
+share_and_databases($big, 50, 'stats_a', 'stats_b');
 
 # 1,100 names, each called twice with rate 1: 2,200 calls, 1,100 allowed.
 foreach my $round (1, 2)
@@ -355,17 +363,7 @@ is( $node->safe_psql('postgres', q{
 ($ret, $out, $err) = $node->psql('postgres', 'SET fixed_window.database_share = 50');
 like($err, qr/parameter "fixed_window.database_share" cannot be changed now/,
 	'database_share cannot be SET in a session');
-$node->safe_psql('postgres', q{
-	ALTER SYSTEM SET fixed_window.database_share = 50;
-	SELECT pg_reload_conf();
-});
-$node->poll_query_until('postgres', 'SHOW fixed_window.database_share', '50')
-  or die 'database_share was not reloaded';
-foreach my $db ('fw_a', 'fw_b')
-{
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql($db, 'CREATE EXTENSION fixed_window');
-}
+share_and_databases($node, 50, 'fw_a', 'fw_b');
 
 # A flood of live counters in fw_a stops at its share, 1,000 slots.
 ($ret, $out, $err) = at('2026-07-01 14:00:00+00',

@@ -160,10 +160,12 @@ fw_trigger_input(TriggerData *trigdata, const char *what, Oid infunc, char *valu
 static bool
 fw_trigger_key_type_ok(Form_pg_attribute att)
 {
+	Oid			base = getBaseType(att->atttypid);
+
 	if (OidIsValid(att->attcollation) && !get_collation_isdeterministic(att->attcollation))
 		return false;
 
-	switch (getBaseType(att->atttypid))
+	switch (base)
 	{
 		case TEXTOID:
 		case VARCHAROID:
@@ -193,7 +195,7 @@ fw_trigger_key_type_ok(Form_pg_attribute att)
 		case VARBITOID:
 			return true;
 		default:
-			return get_typtype(getBaseType(att->atttypid)) == TYPTYPE_ENUM;
+			return get_typtype(base) == TYPTYPE_ENUM;
 	}
 }
 

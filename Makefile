@@ -4,9 +4,13 @@ EXTENSION = fixed_window
 MODULE_big = fixed_window
 OBJS = \
 	src/admin.o \
+	src/call.o \
+	src/catalog.o \
+	src/define.o \
 	src/fixed_window.o \
 	src/identity.o \
 	src/limit.o \
+	src/policy.o \
 	src/settings.o \
 	src/shmem_store.o \
 	src/stats.o \
@@ -14,7 +18,12 @@ OBJS = \
 	src/table_store.o \
 	src/trigger.o \
 	src/window.o
-DATA = sql/fixed_window--1.0.sql sql/fixed_window--1.0--1.0.1.sql
+# A fresh install of the current version runs the same scripts an update
+# does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them.
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
+UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql
+DATA = sql/fixed_window--1.0.sql $(UPGRADES)
+DATA_built = sql/fixed_window--$(EXTVERSION).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
@@ -34,6 +43,10 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+
+sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
+	{ echo "/* fixed_window--$(EXTVERSION).sql: built by make from $(notdir $^) */"; \
+	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
 
 # Every object is rebuilt when a header of src/ changes.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -23,6 +23,7 @@
 #include "utils/tuplestore.h"
 
 #include "compat.h"
+#include "policy.h"
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
@@ -35,8 +36,9 @@ PG_FUNCTION_INFO_V1(fw_shmem_stats_reset);
 PG_FUNCTION_INFO_V1(fw_now);
 PG_FUNCTION_INFO_V1(fw_displayable);
 
-#define FW_COUNTERS_COLS	7
-#define FW_STATS_COLS		6
+/* Columns of fw_shmem_counters and fw_shmem_stats; the last one since 1.1. */
+#define FW_COUNTERS_COLS	8
+#define FW_STATS_COLS		7
 
 static bool
 fw_sees_all_keys(void)
@@ -51,20 +53,6 @@ Datum
 fw_may_see_key(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(PG_GETARG_OID(0) == GetUserId() || fw_sees_all_keys());
-}
-
-/*
- * A counter's window may start or end outside the timestamps PostgreSQL
- * can show (4713 BC to 294276 AD), which would make every reader of
- * fw_counters fail: such bounds read as -infinity or infinity, which still
- * compare correctly with any time.
- */
-static TimestampTz
-fw_displayable_time(int64 t)
-{
-	if (IS_VALID_TIMESTAMP(t))
-		return t;
-	return (t < MIN_TIMESTAMP) ? DT_NOBEGIN : DT_NOEND;
 }
 
 /*
@@ -91,8 +79,13 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	FwCountersScan *scan = (FwCountersScan *) arg;
 	Datum		values[FW_COUNTERS_COLS];
 	bool		nulls[FW_COUNTERS_COLS] = {false};
+	int			name_len;
+	const char *period_id;
+	int			period_id_len;
 
-	values[0] = PointerGetDatum(cstring_to_text_with_len(counter->name, counter->name_len));
+	fw_split_counter_name(counter->name, counter->name_len, &name_len,
+						  &period_id, &period_id_len);
+	values[0] = PointerGetDatum(cstring_to_text_with_len(counter->name, name_len));
 	if (scan->all_keys || counter->data.userid == GetUserId())
 		values[1] = PointerGetDatum(cstring_to_text_with_len(counter->key, counter->key_len));
 	else
@@ -102,15 +95,22 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	values[4] = Int32GetDatum(counter->data.tokens);
 	values[5] = Int32GetDatum(counter->data.rate);
 	values[6] = Int32GetDatum(counter->data.capacity);
+	values[7] = PointerGetDatum(cstring_to_text_with_len(period_id, period_id_len));
+	nulls[7] = (period_id_len == 0);
+	if (scan->tupdesc->natts < FW_COUNTERS_COLS && period_id_len > 0)
+		return false;			/* 1.0's function: inline counters only */
 	tuplestore_putvalues(scan->store, scan->tupdesc, values, nulls);
 	return false;
 }
 
 /*
  * fw_shmem_counters() returns setof (name, key, window_start, window_end,
- * remaining, rate, capacity)
+ * remaining, rate, capacity, period_id)
  *
  * The counters of this database in shared memory; none without preload.
+ * period_id is that of the policy window the counter belongs to, NULL for
+ * an inline call's counter.  Declared by 1.0 without period_id, it lists
+ * inline counters only.
  */
 Datum
 fw_shmem_counters(PG_FUNCTION_ARGS)
@@ -133,12 +133,18 @@ typedef struct FwResetScan
 	int64		removed;
 } FwResetScan;
 
+/* A counter of the name: an inline call's, or of a window of the policy. */
 static bool
 fw_match_name(const FwCounterView *counter, void *arg)
 {
 	FwResetScan *scan = (FwResetScan *) arg;
+	int			name_len;
+	const char *period_id;
+	int			period_id_len;
 
-	if (counter->name_len != scan->name_len ||
+	fw_split_counter_name(counter->name, counter->name_len, &name_len,
+						  &period_id, &period_id_len);
+	if (name_len != scan->name_len ||
 		memcmp(counter->name, scan->name, scan->name_len) != 0)
 		return false;
 	scan->removed++;
@@ -148,7 +154,8 @@ fw_match_name(const FwCounterView *counter, void *arg)
 /*
  * fw_shmem_reset(name text, key text) returns bigint
  *
- * Remove the counter (name, key) of this database from shared memory, or
+ * Remove the counters of (name, key) of this database from shared memory --
+ * the inline call's and those of the windows the policy name has now -- or
  * every counter of the name when key is NULL; returns how many.
  */
 Datum
@@ -167,10 +174,25 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	{
 		text	   *key = PG_GETARG_TEXT_PP(1);
 		FwIdentity	id;
+		const FwPolicy *policy;
+		char		buf[FW_MAX_COUNTER_NAME];
+		int64		removed;
+		int			i;
 
 		fw_identity_init(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
 						 VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-		PG_RETURN_INT64(fw_shmem_remove(&id) ? 1 : 0);
+		removed = fw_shmem_remove(&id) ? 1 : 0;
+		policy = (VARSIZE_ANY_EXHDR(name) <= FW_MAX_NAME_BYTES) ?
+			fw_policy_find(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) : NULL;
+		for (i = 0; policy != NULL && i < policy->nwindows; i++)
+		{
+			fw_identity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
+									policy->windows[i].period_id,
+									policy->windows[i].period_id_len,
+									VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), buf);
+			removed += fw_shmem_remove(&id) ? 1 : 0;
+		}
+		PG_RETURN_INT64(removed);
 	}
 
 	scan.name = VARDATA_ANY(name);
@@ -197,12 +219,14 @@ fw_collect_stats(const FwStatsView *stats, void *arg)
 	values[4] = TimestampTzGetDatum(stats->last_denied_at);
 	nulls[4] = (stats->last_denied_at == 0);
 	values[5] = TimestampTzGetDatum(stats->since);
+	values[6] = Int64GetDatum((int64) stats->shadow_denied);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
  * fw_shmem_stats() returns setof (name, calls, allowed, denied,
- * last_denied_at, since)
+ * last_denied_at, since, shadow_denied); declared by 1.0 without
+ * shadow_denied
  *
  * The statistics of this database's limits in shared memory; a row with a
  * NULL name counts the calls of limits that found no room.

@@ -68,13 +68,13 @@ fw_identity_hash64(const FwIdentity *id)
 }
 
 /*
- * Check a limit's parameters into *limit.  start NULL asks for the phase of
- * the key; capacity NULL means the rate.
+ * Check the parameters of a limit that do not depend on the call into
+ * *limit: rate, period, start (NULL: the phase of each key, set by
+ * fw_limit_cost) and capacity (NULL: the rate).  *start_null records which.
  */
 void
-fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
-			  const Interval *period, const TimestampTz *start, int32 cost,
-			  const int32 *capacity)
+fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
+				const TimestampTz *start, const int32 *capacity)
 {
 	limit->rate = rate;
 	if (rate <= 0)
@@ -95,6 +95,7 @@ fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
 				 errhint("Use a period such as '1 minute', '1 day' or '1 month'. "
 						 "A period with a month or year part must not have a negative day or time part.")));
 
+	limit->start = 0;
 	if (start != NULL)
 	{
 		limit->start = *start;
@@ -113,7 +114,16 @@ fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
 				 errmsg("capacity must be at least the rate"),
 				 errdetail("The capacity given was %d and the rate %d.",
 						   limit->capacity, rate)));
+	limit->cost = 0;
+}
 
+/*
+ * Check the cost of a call of a defined limit and, when the limit's start
+ * is the key's phase (phase true), derive it from the counter's identity.
+ */
+void
+fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase)
+{
 	limit->cost = cost;
 	if (cost < 0)
 		ereport(ERROR,
@@ -128,9 +138,121 @@ fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
 						   cost, limit->capacity),
 				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
 
-	if (start == NULL &&
+	if (phase &&
 		fw_phase_start(&limit->period, fw_identity_hash64(id), &limit->start) != FW_STATUS_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("period is too long to derive a start from the key")));
+}
+
+/*
+ * The identifier of a period, in ISO 8601 form: "P1M", "PT60S",
+ * "PT0.5S" -- one text for each window length, whatever interval
+ * spelled it ('1 minute' and '60 seconds' are one period, '1 mon' and
+ * '30 days' are two).  Returns its length; buf holds FW_MAX_PERIOD_ID bytes.
+ */
+int
+fw_period_id(const FwPeriod *period, char *buf)
+{
+	int			len = 0;
+	int64		seconds = period->span / USECS_PER_SEC;
+	int64		fraction = period->span % USECS_PER_SEC;
+
+	buf[len++] = 'P';
+	if (period->months > 0)
+		len += snprintf(buf + len, FW_MAX_PERIOD_ID - len, "%dM", period->months);
+	if (period->span != 0)
+	{
+		len += snprintf(buf + len, FW_MAX_PERIOD_ID - len, "T" INT64_FORMAT, seconds);
+		if (fraction != 0)
+		{
+			len += snprintf(buf + len, FW_MAX_PERIOD_ID - len, ".%06d", (int) fraction);
+			while (buf[len - 1] == '0')
+				len--;
+		}
+		buf[len++] = 'S';
+	}
+	Assert(len < FW_MAX_PERIOD_ID);
+	return len;
+}
+
+/*
+ * The identity of the counter of one window of a policy: its name is the
+ * policy's name, a zero byte and the period's identifier.  No text holds a
+ * zero byte, so it is never the name of an inline call's counter; the
+ * stores keep it like any name, and fw_split_counter_name takes it apart.
+ * buf holds FW_MAX_COUNTER_NAME bytes and must live as long as id.
+ */
+void
+fw_identity_init_window(FwIdentity *id, const char *name, int name_len,
+						const char *period_id, int period_id_len,
+						const char *key, int key_len, char *buf)
+{
+	memcpy(buf, name, name_len);
+	buf[name_len] = '\0';
+	memcpy(buf + name_len + 1, period_id, period_id_len);
+	fw_identity_init(id, buf, name_len + 1 + period_id_len, key, key_len);
+}
+
+/* The limit name and period identifier ("" for an inline call's) of a counter's name. */
+void
+fw_split_counter_name(const char *name, int len, int *name_len,
+					  const char **period_id, int *period_id_len)
+{
+	const char *zero = memchr(name, '\0', len);
+
+	*name_len = zero ? (int) (zero - name) : len;
+	*period_id = zero ? zero + 1 : name + len;
+	*period_id_len = len - *name_len - (zero ? 1 : 0);
+}
+
+/*
+ * Decide a call on the states of its counters (NULL for a counter that does
+ * not exist), read under the stores' locks at time now: every window alone,
+ * then settled all or nothing (fw_settle); or, for a refund, each window's
+ * counter on its own, the call answering with the fewest tokens held by an
+ * enforced window.
+ */
+FwApplyResult
+fw_call_decide(const FwCall *call, FwState *const *states, int64 now,
+			   FwOutcome *outcome)
+{
+	int			i;
+
+	for (i = 0; i < call->n; i++)
+	{
+		FwStatus	status;
+
+		if (call->mode == FW_MODE_REFUND)
+			status = fw_refund(&call->limits[i], states[i], now,
+							   &outcome->decisions[i], &outcome->spend[i]);
+		else
+			status = fw_decide(&call->limits[i], states[i], now, &outcome->decisions[i]);
+		if (status != FW_STATUS_OK)
+			return FW_APPLY_OUT_OF_RANGE;
+	}
+
+	if (call->mode != FW_MODE_REFUND)
+	{
+		fw_settle(call->limits, call->shadow, call->n, outcome->decisions,
+				  outcome->spend, &outcome->verdict);
+		if (call->mode == FW_MODE_CHECK)
+			memset(outcome->spend, 0, sizeof(outcome->spend));
+		return FW_APPLY_OK;
+	}
+
+	memset(&outcome->verdict, 0, sizeof(FwVerdict));
+	outcome->verdict.ok = true;
+	outcome->verdict.deciding = 0;
+	for (i = 1; i < call->n; i++)
+	{
+		int			best = outcome->verdict.deciding;
+
+		if (call->shadow[i] && !call->shadow[best])
+			continue;
+		if ((call->shadow[best] && !call->shadow[i]) ||
+			outcome->decisions[i].remaining < outcome->decisions[best].remaining)
+			outcome->verdict.deciding = i;
+	}
+	return FW_APPLY_OK;
 }

@@ -20,6 +20,10 @@
 #define FW_MAX_NAME_BYTES	256
 #define FW_MAX_KEY_BYTES	2048
 
+/* Longest period identifier (fw_period_id), and counter name of a window. */
+#define FW_MAX_PERIOD_ID	48
+#define FW_MAX_COUNTER_NAME	(FW_MAX_NAME_BYTES + 1 + FW_MAX_PERIOD_ID)
+
 /* The identity of a counter: database, limit name and key, compared exactly. */
 typedef struct FwIdentity
 {
@@ -49,14 +53,54 @@ fw_apply_no_room(FwApplyResult result)
 		result == FW_APPLY_ROLE_FULL;
 }
 
+/* What a call asks of its counters. */
+typedef enum FwMode
+{
+	FW_MODE_CHECK,				/* decide, change nothing */
+	FW_MODE_SPEND,				/* decide, and spend when allowed */
+	FW_MODE_REFUND				/* give tokens back to current windows */
+} FwMode;
+
+/*
+ * One call: the counters of its windows -- one for an inline call, one per
+ * window of a policy, in the order of their period identifiers, which is
+ * the order the stores lock them in.  names[] holds the counter names of
+ * a policy's windows (see fw_identity_init_window).
+ */
+typedef struct FwCall
+{
+	FwMode		mode;
+	bool		named;			/* a policy's call, counted once in statistics */
+	int			n;
+	FwIdentity	ids[FW_MAX_WINDOWS];
+	FwLimit		limits[FW_MAX_WINDOWS];
+	bool		shadow[FW_MAX_WINDOWS];
+	char		names[FW_MAX_WINDOWS][FW_MAX_COUNTER_NAME];
+} FwCall;
+
+/* What a call found and answered, window by window and as a whole. */
+typedef struct FwOutcome
+{
+	FwDecision	decisions[FW_MAX_WINDOWS];
+	bool		spend[FW_MAX_WINDOWS];	/* the window's counter changes */
+	FwVerdict	verdict;
+} FwOutcome;
+
+extern FwApplyResult fw_call_decide(const FwCall *call, FwState *const *states,
+									int64 now, FwOutcome *outcome);
 extern void fw_check_length(const char *what, int len, int max_bytes);
 extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
 							 const char *key, int key_len);
 extern void fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
 								const char *key, int key_len);
 extern uint64 fw_identity_hash64(const FwIdentity *id);
-extern void fw_limit_init(FwLimit *limit, const FwIdentity *id, int32 rate,
-						  const Interval *period, const TimestampTz *start,
-						  int32 cost, const int32 *capacity);
-
+extern void fw_identity_init_window(FwIdentity *id, const char *name, int name_len,
+									const char *period_id, int period_id_len,
+									const char *key, int key_len, char *buf);
+extern void fw_split_counter_name(const char *name, int len, int *name_len,
+								  const char **period_id, int *period_id_len);
+extern int	fw_period_id(const FwPeriod *period, char *buf);
+extern void fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
+							const TimestampTz *start, const int32 *capacity);
+extern void fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase);
 #endif							/* FW_IDENTITY_H */

@@ -24,15 +24,23 @@
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
 
+#include "call.h"
 #include "compat.h"
-#include "identity.h"
+#include "settings.h"
 #include "store.h"
 
 PG_FUNCTION_INFO_V1(fw_limit);
 PG_FUNCTION_INFO_V1(fw_check);
+PG_FUNCTION_INFO_V1(fw_limit_named);
+PG_FUNCTION_INFO_V1(fw_check_named);
+PG_FUNCTION_INFO_V1(fw_limit_windows);
+PG_FUNCTION_INFO_V1(fw_check_windows);
+PG_FUNCTION_INFO_V1(fw_refund_inline);
+PG_FUNCTION_INFO_V1(fw_refund_named);
 
 enum
 {
@@ -82,9 +90,9 @@ fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
 	fw_check_length(fw_arg_names[arg], *len, max_bytes);
 }
 
-/* Read and check the arguments of fw_limit or fw_check. */
+/* Read and check the arguments of an inline call: fw_limit, fw_check, fw_refund. */
 static void
-fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
+fw_read_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 {
 	const char *name;
 	const char *key;
@@ -95,9 +103,6 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 
 	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
 	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
-	fw_identity_init(id, name, name_len, key, key_len);
-	fw_prefetch(id);
-
 	fw_require_arg(fcinfo, ARG_RATE);
 	fw_require_arg(fcinfo, ARG_PERIOD);
 	fw_require_arg(fcinfo, ARG_COST);
@@ -106,9 +111,36 @@ fw_read_args(FunctionCallInfo fcinfo, FwLimit *limit, FwIdentity *id)
 	if (!PG_ARGISNULL(ARG_CAPACITY))
 		capacity = PG_GETARG_INT32(ARG_CAPACITY);
 
-	fw_limit_init(limit, id, PG_GETARG_INT32(ARG_RATE), PG_GETARG_INTERVAL_P(ARG_PERIOD),
-				  PG_ARGISNULL(ARG_START) ? NULL : &start, PG_GETARG_INT32(ARG_COST),
-				  PG_ARGISNULL(ARG_CAPACITY) ? NULL : &capacity);
+	fw_call_inline(call, mode, name, name_len, key, key_len,
+				   PG_GETARG_INT32(ARG_RATE), PG_GETARG_INTERVAL_P(ARG_PERIOD),
+				   PG_ARGISNULL(ARG_START) ? NULL : &start, PG_GETARG_INT32(ARG_COST),
+				   PG_ARGISNULL(ARG_CAPACITY) ? NULL : &capacity);
+}
+
+/* The arguments of a named call, (name, key, cost); returns the policy. */
+enum
+{
+	NARG_NAME,
+	NARG_KEY,
+	NARG_COST
+};
+
+static const FwPolicy *
+fw_read_named_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
+{
+	const char *name;
+	const char *key;
+	int			name_len;
+	int			key_len;
+
+	fw_text_arg(fcinfo, NARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
+	fw_text_arg(fcinfo, NARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
+	if (PG_ARGISNULL(NARG_COST))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "cost")));
+	return fw_call_named(call, mode, name, name_len, key, key_len,
+						 PG_GETARG_INT32(NARG_COST));
 }
 
 /*
@@ -296,21 +328,24 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 }
 
 static Datum
-fw_call(FunctionCallInfo fcinfo, bool consume)
+fw_call(FunctionCallInfo fcinfo, FwMode mode, bool named)
 {
-	FwLimit		limit;
-	FwIdentity	id;
-	FwDecision	decision;
+	FwCall		call;
+	FwOutcome	outcome;
+	FwDecision	answer;
 
-	fw_read_args(fcinfo, &limit, &id);
+	if (named)
+		(void) fw_read_named_args(fcinfo, mode, &call);
+	else
+		fw_read_args(fcinfo, mode, &call);
 
 	/* know how to answer before deciding: a failure must not spend tokens */
 	if (fcinfo->flinfo->fn_extra == NULL)
 		fcinfo->flinfo->fn_extra = fw_result_cache(fcinfo);
 
-	fw_apply(&id, &limit, consume, &decision);
-
-	return fw_result_datum(fcinfo, &decision);
+	fw_apply(&call, &outcome);
+	fw_call_answer(&call, &outcome, &answer);
+	return fw_result_datum(fcinfo, &answer);
 }
 
 /*
@@ -321,7 +356,7 @@ fw_call(FunctionCallInfo fcinfo, bool consume)
 Datum
 fw_limit(PG_FUNCTION_ARGS)
 {
-	return fw_call(fcinfo, true);
+	return fw_call(fcinfo, FW_MODE_SPEND, false);
 }
 
 /*
@@ -332,5 +367,160 @@ fw_limit(PG_FUNCTION_ARGS)
 Datum
 fw_check(PG_FUNCTION_ARGS)
 {
-	return fw_call(fcinfo, false);
+	return fw_call(fcinfo, FW_MODE_CHECK, false);
+}
+
+/*
+ * fw_limit(name, key, cost) returns fw_result
+ *
+ * Spend cost tokens in every window of the policy name for key, if every
+ * enforced window holds them; otherwise spend nothing.
+ */
+Datum
+fw_limit_named(PG_FUNCTION_ARGS)
+{
+	return fw_call(fcinfo, FW_MODE_SPEND, true);
+}
+
+/*
+ * fw_check(name, key, cost) returns fw_result
+ *
+ * What the named fw_limit would answer now; spends and creates nothing.
+ */
+Datum
+fw_check_named(PG_FUNCTION_ARGS)
+{
+	return fw_call(fcinfo, FW_MODE_CHECK, true);
+}
+
+/* The columns of fw_limit_windows and fw_check_windows. */
+enum
+{
+	WIN_PERIOD,
+	WIN_RATE,
+	WIN_CAPACITY,
+	WIN_SHADOW,
+	WIN_OK,
+	WIN_RETRY_AFTER,
+	WIN_REMAINING,
+	WIN_RESET_AFTER,
+	WIN_WINDOW_START,
+	WIN_WINDOW_END,
+	WIN_NATTS
+};
+
+static Interval *
+fw_usecs_interval_p(int64 usecs)
+{
+	Interval   *interval = palloc(sizeof(Interval));
+
+	fw_usecs_interval(usecs, (char *) interval);
+	return interval;
+}
+
+/*
+ * One row per window of the call: what each window decided on its own.
+ * window_start and window_end are those of the window the call was judged
+ * in: window_end is now + reset_after.
+ */
+static Datum
+fw_windows(FunctionCallInfo fcinfo, FwMode mode)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FwCall		call;
+	FwOutcome	outcome;
+	const FwPolicy *policy;
+	int			i;
+
+	fw_init_materialized_srf(fcinfo);
+	if (rsinfo->setDesc->natts != WIN_NATTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("function returning rows of %d columns called with a row of %d",
+						WIN_NATTS, rsinfo->setDesc->natts)));
+	policy = fw_read_named_args(fcinfo, mode, &call);
+	fw_apply(&call, &outcome);
+
+	for (i = 0; i < call.n; i++)
+	{
+		const FwDecision *d = &outcome.decisions[i];
+		Datum		values[WIN_NATTS];
+		bool		nulls[WIN_NATTS] = {false};
+		int64		window_end;
+		int64		window_start;
+		int64		k;
+
+		values[WIN_PERIOD] = IntervalPGetDatum(&policy->windows[i].period);
+		values[WIN_RATE] = Int32GetDatum(call.limits[i].rate);
+		values[WIN_CAPACITY] = Int32GetDatum(call.limits[i].capacity);
+		values[WIN_SHADOW] = BoolGetDatum(call.shadow[i]);
+		values[WIN_OK] = BoolGetDatum(d->ok);
+		if (d->ok)
+			nulls[WIN_RETRY_AFTER] = true;
+		else
+			values[WIN_RETRY_AFTER] = IntervalPGetDatum(fw_usecs_interval_p(d->retry_after));
+		values[WIN_REMAINING] = Int32GetDatum(d->remaining);
+		values[WIN_RESET_AFTER] = IntervalPGetDatum(fw_usecs_interval_p(d->reset_after));
+		window_end = d->now + d->reset_after;
+		values[WIN_WINDOW_END] = TimestampTzGetDatum(fw_displayable_time(window_end));
+		if (fw_window_index(&call.limits[i].period, call.limits[i].start,
+							window_end - 1, &k) == FW_STATUS_OK &&
+			fw_window_boundary(&call.limits[i].period, call.limits[i].start,
+							   k, &window_start) == FW_STATUS_OK)
+			values[WIN_WINDOW_START] = TimestampTzGetDatum(fw_displayable_time(window_start));
+		else
+			nulls[WIN_WINDOW_START] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * fw_limit_windows(name, key, cost) returns setof (period, rate, capacity,
+ * shadow, ok, retry_after, remaining, reset_after, window_start, window_end)
+ */
+Datum
+fw_limit_windows(PG_FUNCTION_ARGS)
+{
+	return fw_windows(fcinfo, FW_MODE_SPEND);
+}
+
+/* fw_check_windows(name, key, cost): the same, spending nothing. */
+Datum
+fw_check_windows(PG_FUNCTION_ARGS)
+{
+	return fw_windows(fcinfo, FW_MODE_CHECK);
+}
+
+/*
+ * fw_refund(name, key, rate, period, start, cost, capacity) returns integer
+ * fw_refund(name, key, cost) returns integer
+ *
+ * Give back up to cost tokens to the counters' current windows; returns the
+ * tokens held now (the fewest of the policy's enforced windows).
+ */
+static Datum
+fw_refund_call(FunctionCallInfo fcinfo, bool named)
+{
+	FwCall		call;
+	FwOutcome	outcome;
+
+	if (named)
+		(void) fw_read_named_args(fcinfo, FW_MODE_REFUND, &call);
+	else
+		fw_read_args(fcinfo, FW_MODE_REFUND, &call);
+	fw_apply(&call, &outcome);
+	PG_RETURN_INT32(outcome.decisions[outcome.verdict.deciding].remaining);
+}
+
+Datum
+fw_refund_inline(PG_FUNCTION_ARGS)
+{
+	return fw_refund_call(fcinfo, false);
+}
+
+Datum
+fw_refund_named(PG_FUNCTION_ARGS)
+{
+	return fw_refund_call(fcinfo, true);
 }

@@ -172,3 +172,17 @@ fw_define_settings(void)
 							0,
 							NULL, NULL, NULL);
 }
+
+/*
+ * A counter's window may start or end outside the timestamps PostgreSQL
+ * can show (4713 BC to 294276 AD), which would make every reader of
+ * fw_counters fail: such bounds read as -infinity or infinity, which still
+ * compare correctly with any time.
+ */
+TimestampTz
+fw_displayable_time(int64 t)
+{
+	if (IS_VALID_TIMESTAMP(t))
+		return t;
+	return (t < MIN_TIMESTAMP) ? DT_NOBEGIN : DT_NOEND;
+}

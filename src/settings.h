@@ -34,5 +34,6 @@ extern int	fw_role_share;
 extern void fw_define_settings(void);
 extern uint32 fw_share_of(uint32 total, int share);
 extern TimestampTz fw_clock_now(void);
+extern TimestampTz fw_displayable_time(int64 t);
 
 #endif							/* FW_SETTINGS_H */

@@ -675,66 +675,142 @@ fw_lower_reclaim_hint(int64 window_end)
 		;
 }
 
+/* The partitions of a call's counters, each once, in ascending order. */
+static int
+fw_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
+{
+	int			count = 0;
+	int			i;
+
+	for (i = 0; i < call->n; i++)
+	{
+		int			partition;
+		int			j;
+
+		buckets[i] = call->ids[i].hash & (fw_shared->nbuckets - 1);
+		partition = buckets[i] & (FW_NUM_PARTITIONS - 1);
+		for (j = count; j > 0 && partitions[j - 1] > partition; j--)
+			partitions[j] = partitions[j - 1];
+		if (j > 0 && partitions[j - 1] == partition)
+		{
+			/* already there: undo the shift */
+			for (; j < count; j++)
+				partitions[j] = partitions[j + 1];
+			continue;
+		}
+		partitions[j] = partition;
+		count++;
+	}
+	return count;
+}
+
 /*
- * Apply one call to the counter of id: decide it on the state found (none
- * for a new key) at the time read under the partition lock and, when
- * consume is true and the call is allowed, store the state after it,
- * creating the counter if needed.  With consume false nothing is written
- * or created, but a new key that would be allowed is checked for room, so
- * that fw_check says what fw_limit would do.
+ * Apply one call to its counters: lock the partitions of all of them, in
+ * ascending order, so that calls sharing counters are totally ordered and
+ * never deadlock; decide the call on the states found (none for a new key)
+ * at the time read under the locks (fw_call_decide); and write the states
+ * of the counters that spend, creating those that do not exist.  Either
+ * every counter that spends is written or none is: new counters are
+ * created first, and taken out again if one finds no room.  A check
+ * writes nothing, but a new counter that a spending call would create is
+ * checked for room, so that fw_check says what fw_limit would do.
  */
 static FwApplyResult
-fw_shmem_apply_once(const FwIdentity *id, const FwLimit *limit, bool consume,
-					const FwOwners *owners, FwDecision *decision, bool *moved)
+fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcome,
+					bool *moved)
 {
-	uint32		bucket = id->hash & (fw_shared->nbuckets - 1);
-	LWLock	   *lock = fw_partition_lock(bucket);
-	FwApplyResult result = FW_APPLY_OK;
-	FwCounter  *counter = NULL;
-	FwState		state;
-	uint32		prev;
-	uint32		slot;
+	uint32		buckets[FW_MAX_WINDOWS];
+	int			partitions[FW_MAX_WINDOWS];
+	uint32		slots[FW_MAX_WINDOWS];
+	FwState		states[FW_MAX_WINDOWS];
+	FwState    *found[FW_MAX_WINDOWS];
+	bool		created[FW_MAX_WINDOWS] = {false};
+	LWLockMode	mode = (call->mode == FW_MODE_CHECK) ? LW_SHARED : LW_EXCLUSIVE;
+	FwApplyResult result;
+	uint32		needed = 0;
+	int			nlocks;
+	int			i;
 
 	*moved = false;
-	LWLockAcquire(lock, consume ? LW_EXCLUSIVE : LW_SHARED);
+	nlocks = fw_call_partitions(call, buckets, partitions);
+	for (i = 0; i < nlocks; i++)
+		LWLockAcquire(&fw_shared->locks[partitions[i]].lock, mode);
 
-	slot = fw_find(bucket, id, &prev);
-	if (slot != FW_NIL)
+	for (i = 0; i < call->n; i++)
 	{
-		counter = &fw_slots[slot].counter;
-		state.window_start = counter->data.window_start;
-		state.window_end = counter->data.window_end;
-		state.tokens = counter->data.tokens;
+		uint32		prev;
+
+		found[i] = NULL;
+		slots[i] = fw_find(buckets[i], &call->ids[i], &prev);
+		if (slots[i] != FW_NIL)
+		{
+			FwCounterData *data = &fw_slots[slots[i]].counter.data;
+
+			states[i].window_start = data->window_start;
+			states[i].window_end = data->window_end;
+			states[i].tokens = data->tokens;
+			found[i] = &states[i];
+		}
 	}
 
-	if (fw_decide(limit, counter ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
-		result = FW_APPLY_OUT_OF_RANGE;
-	else if (!decision->ok)
-		;						/* a denial changes nothing */
-	else if (counter == NULL && !consume)
-		result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len),
-								owners, false, NULL, moved);
-	else if (consume)
+	result = fw_call_decide(call, found, fw_clock_now(), outcome);
+
+	/* the counters a spending call creates */
+	for (i = 0; result == FW_APPLY_OK && i < call->n; i++)
 	{
-		if (counter == NULL)
+		if (found[i] != NULL || call->mode == FW_MODE_REFUND)
+			continue;
+		if (call->mode == FW_MODE_CHECK)
 		{
-			result = fw_insert(bucket, id, owners, &slot, moved);
-			if (result == FW_APPLY_OK && !*moved)
-				counter = &fw_slots[slot].counter;
+			/* would fw_limit create it? */
+			if (outcome->decisions[i].ok && outcome->verdict.ok)
+				needed += fw_slots_needed(call->ids[i].name_len + call->ids[i].key_len);
+			continue;
 		}
-		if (counter != NULL)
+		if (!outcome->spend[i])
+			continue;
+		result = fw_insert(buckets[i], &call->ids[i], owners, &slots[i], moved);
+		if (result == FW_APPLY_OK && *moved)
+			result = FW_APPLY_FULL; /* taken out below, then tried again */
+		created[i] = (result == FW_APPLY_OK);
+	}
+	if (needed > 0)
+		result = fw_alloc_slots(needed, owners, false, NULL, moved);
+
+	for (i = 0; i < call->n; i++)
+	{
+		FwCounter  *counter;
+		FwDecision *d = &outcome->decisions[i];
+
+		if (slots[i] == FW_NIL || !outcome->spend[i])
+			continue;
+		counter = &fw_slots[slots[i]].counter;
+		if (result != FW_APPLY_OK)
 		{
-			counter->data.window_start = decision->state.window_start;
-			counter->data.window_end = decision->state.window_end;
-			counter->data.tokens = decision->state.tokens;
-			counter->data.rate = limit->rate;
-			counter->data.capacity = limit->capacity;
+			/* no room for every new counter: none is created */
+			if (created[i])
+			{
+				uint32		prev;
+
+				(void) fw_find(buckets[i], &call->ids[i], &prev);
+				fw_remove(buckets[i], slots[i], prev);
+			}
+			continue;
+		}
+		counter->data.window_start = d->state.window_start;
+		counter->data.window_end = d->state.window_end;
+		counter->data.tokens = d->state.tokens;
+		if (call->mode == FW_MODE_SPEND)
+		{
+			counter->data.rate = call->limits[i].rate;
+			counter->data.capacity = call->limits[i].capacity;
 			counter->data.userid = GetUserId();
-			fw_lower_reclaim_hint(decision->state.window_end);
 		}
+		fw_lower_reclaim_hint(d->state.window_end);
 	}
 
-	LWLockRelease(lock);
+	for (i = nlocks - 1; i >= 0; i--)
+		LWLockRelease(&fw_shared->locks[partitions[i]].lock);
 	return result;
 }
 
@@ -982,8 +1058,7 @@ fw_reclaim(TimestampTz now)
  * role takes them between the lookup and the allocation.
  */
 static FwApplyResult
-fw_shmem_apply_owned(const FwIdentity *id, const FwLimit *limit, bool consume,
-					 FwOwners *owners, FwDecision *decision)
+fw_shmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
 {
 	FwApplyResult result;
 	bool		moved;
@@ -991,7 +1066,7 @@ fw_shmem_apply_owned(const FwIdentity *id, const FwLimit *limit, bool consume,
 
 	for (attempt = 0; attempt < FW_OWNER_ATTEMPTS; attempt++)
 	{
-		result = fw_shmem_apply_once(id, limit, consume, owners, decision, &moved);
+		result = fw_shmem_apply_once(call, owners, outcome, &moved);
 		if (!moved)
 			return result;
 		CHECK_FOR_INTERRUPTS();
@@ -1010,30 +1085,29 @@ fw_shmem_apply_owned(const FwIdentity *id, const FwLimit *limit, bool consume,
  * counter's window had ended.
  */
 FwApplyResult
-fw_shmem_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
-			   FwDecision *decision)
+fw_shmem_apply(const FwCall *call, FwOutcome *outcome)
 {
 	FwOwners	owners;
 	FwApplyResult result;
 
-	Assert(id->dbid == MyDatabaseId);
+	Assert(call->n > 0 && call->ids[0].dbid == MyDatabaseId);
 	fw_my_owners(&owners);
-	result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
+	result = fw_shmem_apply_owned(call, &owners, outcome);
 	if (!fw_apply_no_room(result))
 		return result;
 
 	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
+	result = fw_shmem_apply_owned(call, &owners, outcome);
 
 	/*
 	 * Judged no later than the real clock, so that a session whose
 	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
 	 */
 	if (fw_apply_no_room(result) &&
-		fw_reclaim(Min(decision->now, GetCurrentTimestamp())) > 0)
+		fw_reclaim(Min(outcome->decisions[0].now, GetCurrentTimestamp())) > 0)
 	{
 		fw_my_owners(&owners);
-		result = fw_shmem_apply_owned(id, limit, consume, &owners, decision);
+		result = fw_shmem_apply_owned(call, &owners, outcome);
 	}
 	LWLockRelease(fw_admin_lock());
 	return result;
@@ -1151,7 +1225,7 @@ fw_dump_visit(FwCounter *counter, void *arg)
 {
 	FwDump	   *dump = (FwDump *) arg;
 	FwDumpRecord record;
-	char		text[FW_MAX_NAME_BYTES + FW_MAX_KEY_BYTES];
+	char		text[FW_MAX_COUNTER_NAME + FW_MAX_KEY_BYTES];
 
 	dump->count++;
 	if (dump->file == NULL)
@@ -1296,7 +1370,7 @@ fw_shmem_load(void)
 			goto bad_file;
 		memcpy(&record, p, sizeof(record));
 		p += sizeof(record);
-		if (record.name_len < 0 || record.name_len > FW_MAX_NAME_BYTES ||
+		if (record.name_len < 0 || record.name_len > FW_MAX_COUNTER_NAME ||
 			record.key_len < 0 || record.key_len > FW_MAX_KEY_BYTES ||
 			end - p < record.name_len + record.key_len)
 			goto bad_file;

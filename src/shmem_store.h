@@ -55,8 +55,7 @@ extern void fw_shmem_request(void);
 extern void fw_shmem_startup(void);
 extern bool fw_shmem_available(void);
 extern void fw_shmem_prefetch(uint32 hash);
-extern FwApplyResult fw_shmem_apply(const FwIdentity *id, const FwLimit *limit,
-									bool consume, FwDecision *decision);
+extern FwApplyResult fw_shmem_apply(const FwCall *call, FwOutcome *outcome);
 extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fw_shmem_remove(const FwIdentity *id);
 extern void fw_shmem_drop_database(Oid dbid);

@@ -59,6 +59,7 @@ typedef struct FwStatsEntry
 	pg_atomic_uint64 calls;
 	pg_atomic_uint64 allowed;
 	pg_atomic_uint64 denied;
+	pg_atomic_uint64 shadow_denied; /* allowed, but a shadow window would deny */
 	pg_atomic_uint64 last_denied_at;	/* a TimestampTz; 0 for never */
 	pg_atomic_uint64 since;		/* a TimestampTz */
 	uint32		database_bound; /* overflow entry: the share the database
@@ -161,6 +162,7 @@ fw_stats_add(const FwStatsKey *key)
 		pg_atomic_init_u64(&entry->calls, 0);
 		pg_atomic_init_u64(&entry->allowed, 0);
 		pg_atomic_init_u64(&entry->denied, 0);
+		pg_atomic_init_u64(&entry->shadow_denied, 0);
 		pg_atomic_init_u64(&entry->last_denied_at, 0);
 		pg_atomic_init_u64(&entry->since, (uint64) fw_clock_now());
 		entry->database_bound = 0;
@@ -216,16 +218,23 @@ fw_stats_overflow(Oid dbid)
 	return NULL;
 }
 
-/* Count one fw_limit call answered from shared memory. */
+/*
+ * Count one fw_limit call answered from shared memory, under the name of
+ * its limit or policy (id's name up to a zero byte), at decision->now.
+ */
 void
-fw_stats_count(const FwIdentity *id, const FwDecision *decision)
+fw_stats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
 {
 	FwStatsKey	key;
 	FwStatsEntry *entry;
+	int			name_len;
+	const char *period_id;
+	int			period_id_len;
 
 	if (fw_stats == NULL)
 		return;
-	fw_stats_key_init(&key, id->dbid, id->name, id->name_len);
+	fw_split_counter_name(id->name, id->name_len, &name_len, &period_id, &period_id_len);
+	fw_stats_key_init(&key, id->dbid, id->name, name_len);
 
 	LWLockAcquire(fw_stats->lock, LW_SHARED);
 	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
@@ -242,7 +251,9 @@ fw_stats_count(const FwIdentity *id, const FwDecision *decision)
 	if (entry != NULL)
 	{
 		pg_atomic_fetch_add_u64(&entry->calls, 1);
-		if (decision->ok)
+		if (verdict->shadow_denied)
+			pg_atomic_fetch_add_u64(&entry->shadow_denied, 1);
+		if (verdict->ok)
 			pg_atomic_fetch_add_u64(&entry->allowed, 1);
 		else
 		{
@@ -275,6 +286,7 @@ fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 		view.calls = pg_atomic_read_u64(&entry->calls);
 		view.allowed = pg_atomic_read_u64(&entry->allowed);
 		view.denied = pg_atomic_read_u64(&entry->denied);
+		view.shadow_denied = pg_atomic_read_u64(&entry->shadow_denied);
 		view.last_denied_at = (TimestampTz) pg_atomic_read_u64(&entry->last_denied_at);
 		view.since = (TimestampTz) pg_atomic_read_u64(&entry->since);
 		visitor(&view, arg);

@@ -21,6 +21,7 @@ typedef struct FwStatsView
 	uint64		calls;
 	uint64		allowed;
 	uint64		denied;
+	uint64		shadow_denied;
 	TimestampTz last_denied_at; /* 0 for never */
 	TimestampTz since;
 } FwStatsView;
@@ -29,7 +30,8 @@ typedef void (*FwStatsVisitor) (const FwStatsView *stats, void *arg);
 
 extern void fw_stats_request(void);
 extern void fw_stats_startup(void);
-extern void fw_stats_count(const FwIdentity *id, const FwDecision *decision);
+extern void fw_stats_count(const FwIdentity *id, const FwDecision *decision,
+						   const FwVerdict *verdict);
 extern void fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
 extern void fw_stats_forget_database(Oid dbid);
 

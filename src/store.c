@@ -36,11 +36,14 @@ fw_use_shmem(void)
 	return fw_shmem_available();
 }
 
-/* Start loading the counter's memory while the caller does other work. */
+/* Start loading the counters' memory while the caller does other work. */
 void
-fw_prefetch(const FwIdentity *id)
+fw_prefetch(const FwCall *call)
 {
-	fw_shmem_prefetch(id->hash);
+	int			i;
+
+	for (i = 0; i < call->n; i++)
+		fw_shmem_prefetch(call->ids[i].hash);
 }
 
 /* Say why shared memory has no room for a new counter. */
@@ -73,24 +76,27 @@ fw_full_detail(FwApplyResult result)
 				  usage.database_limit, fw_database_share, usage.nslots);
 }
 
-/* Decide one call on the configured storage; every failure is an error. */
+/*
+ * Decide one call on the configured storage; every failure is an error.
+ * Calls that spend are counted in the statistics of shared memory, once
+ * per call, under the name of the limit or policy.
+ */
 void
-fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
-		 FwDecision *decision)
+fw_apply(const FwCall *call, FwOutcome *outcome)
 {
 	FwApplyResult result;
 	bool		full;
 
 	if (fw_use_shmem())
 	{
-		result = fw_shmem_apply(id, limit, consume, decision);
+		result = fw_shmem_apply(call, outcome);
 		full = fw_apply_no_room(result);
-		if (consume && (result == FW_APPLY_OK || (full && fw_fail_open)))
-			fw_stats_count(id, decision);
+		if (call->mode == FW_MODE_SPEND && (result == FW_APPLY_OK || (full && fw_fail_open)))
+			fw_stats_count(&call->ids[0], &outcome->decisions[0], &outcome->verdict);
 	}
 	else
 	{
-		result = fw_table_apply(id, limit, consume, decision);
+		result = fw_table_apply(call, outcome);
 		full = false;
 	}
 
@@ -105,7 +111,10 @@ fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 		static TimestampTz last_warning = 0;
 		TimestampTz now = GetCurrentTimestamp();
 
-		/* the decision is that of a new key: allowed, and not counted */
+		/*
+		 * Only a call that every window allowed needs room, so the answer is
+		 * that of new keys: allowed, and not counted.
+		 */
 		if (TimestampDifferenceExceeds(last_warning, now, FW_FAIL_OPEN_WARNING_MS))
 		{
 			ereport(WARNING,

@@ -11,8 +11,7 @@
 #include "identity.h"
 
 extern bool fw_use_shmem(void);
-extern void fw_prefetch(const FwIdentity *id);
-extern void fw_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
-					 FwDecision *decision);
+extern void fw_prefetch(const FwCall *call);
+extern void fw_apply(const FwCall *call, FwOutcome *outcome);
 
 #endif							/* FW_STORE_H */

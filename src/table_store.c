@@ -56,6 +56,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "catalog.h"
 #include "compat.h"
 #include "settings.h"
 #include "table_store.h"
@@ -84,14 +85,24 @@ enum
 	COL_DENIED,
 	COL_LAST_DENIED_AT,
 	COL_SINCE,
+	FW_TABLE_NATTS_1_0,			/* the columns of versions 1.0 and 1.0.1 */
+	COL_PERIOD_ID = FW_TABLE_NATTS_1_0, /* since 1.1: "" for inline calls */
+	COL_SHADOW_DENIED,
 	FW_TABLE_NATTS
 };
 
 static const Oid fw_table_types[FW_TABLE_NATTS] = {
 	TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 	INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, OIDOID,
-	INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID
+	INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	TEXTOID, INT8OID
 };
+
+/*
+ * The table of an installation not yet updated to 1.1 has the first
+ * FW_TABLE_NATTS_1_0 columns and a primary key of (name, key): inline calls
+ * work on it; policies do not exist there.
+ */
 
 /*
  * The extension's table and index in this database, found once per backend
@@ -118,28 +129,6 @@ fw_reinstall_error(void)
 			 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 }
 
-#if PG_VERSION_NUM < 160000
-/* The schema of an extension (get_extension_schema is exported from 16 on). */
-static Oid
-get_extension_schema(Oid extension)
-{
-	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			schema = InvalidOid;
-
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extension));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return schema;
-}
-#endif
 
 /* The extension is not there: never installed, or dropped just now. */
 static void pg_attribute_noreturn()
@@ -162,12 +151,10 @@ fw_table_find(Oid *relid, Oid *indexid, bool again)
 {
 	if (!OidIsValid(fw_table_relid))
 	{
-		Oid			extension = get_extension_oid("fixed_window", true);
-		Oid			schema;
+		Oid			schema = fw_extension_schema();
 
-		if (!OidIsValid(extension))
+		if (!OidIsValid(schema))
 			fw_missing_extension_error(again);
-		schema = get_extension_schema(extension);
 		if (!fw_table_callback_registered)
 		{
 			CacheRegisterRelcacheCallback(fw_table_invalidate, (Datum) 0);
@@ -185,26 +172,31 @@ fw_table_find(Oid *relid, Oid *indexid, bool again)
 	*indexid = fw_table_indexid;
 }
 
-static void
+/* Returns the number of columns, FW_TABLE_NATTS_1_0 or FW_TABLE_NATTS. */
+static int
 fw_table_check_columns(Relation rel, Relation index)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
+	int			natts = tupdesc->natts;
+	int			nkeys = (natts == FW_TABLE_NATTS) ? 3 : 2;
 	int			i;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION ||
 		index->rd_index->indrelid != RelationGetRelid(rel) ||
-		!index->rd_index->indisunique || index->rd_index->indnkeyatts != 2 ||
+		(natts != FW_TABLE_NATTS && natts != FW_TABLE_NATTS_1_0) ||
+		!index->rd_index->indisunique || index->rd_index->indnkeyatts != nkeys ||
 		index->rd_index->indkey.values[0] != COL_NAME + 1 ||
 		index->rd_index->indkey.values[1] != COL_KEY + 1 ||
-		tupdesc->natts != FW_TABLE_NATTS)
+		(nkeys == 3 && index->rd_index->indkey.values[2] != COL_PERIOD_ID + 1))
 		fw_reinstall_error();
-	for (i = 0; i < FW_TABLE_NATTS; i++)
+	for (i = 0; i < natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
 		if (att->attisdropped || att->atttypid != fw_table_types[i])
 			fw_reinstall_error();
 	}
+	return natts;
 }
 
 static void
@@ -214,15 +206,45 @@ fw_key_locktag(LOCKTAG *tag, uint64 hash64)
 						 (uint32) hash64, FW_LOCKTAG_FIELD4);
 }
 
+/* The primary key of one counter row, and its scan keys. */
+typedef struct FwRowKey
+{
+	Datum		values[3];		/* name, key and, since 1.1, period_id */
+	int			nkeys;
+	ScanKeyData scankeys[3];
+} FwRowKey;
+
+static void
+fw_row_key_init(FwRowKey *rk, const FwIdentity *id, int natts)
+{
+	int			name_len;
+	const char *period_id;
+	int			period_id_len;
+	int			i;
+
+	fw_split_counter_name(id->name, id->name_len, &name_len, &period_id, &period_id_len);
+	if (natts != FW_TABLE_NATTS && period_id_len > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the counter table of fixed_window has no room for policies"),
+				 errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE.")));
+	rk->values[0] = PointerGetDatum(cstring_to_text_with_len(id->name, name_len));
+	rk->values[1] = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
+	rk->values[2] = PointerGetDatum(cstring_to_text_with_len(period_id, period_id_len));
+	rk->nkeys = (natts == FW_TABLE_NATTS) ? 3 : 2;
+	/* the index's columns, numbered from 1 */
+	for (i = 0; i < rk->nkeys; i++)
+		ScanKeyInit(&rk->scankeys[i], i + 1, BTEqualStrategyNumber, F_TEXTEQ, rk->values[i]);
+}
+
 static void
 fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
-				Datum name, Datum key, bool unchanged)
+				const FwRowKey *rk, bool unchanged)
 {
-	Datum		values[2] = {name, key};
-	bool		isnull[2] = {false, false};
+	bool		isnull[3] = {false, false, false};
 
-	/* an update keeps (name, key): "unchanged" is a hint for btree */
-	index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
+	/* an update keeps the key: "unchanged" is a hint for btree */
+	index_insert(index, (Datum *) rk->values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
 				 FW_INDEX_UNCHANGED(unchanged) BuildIndexInfo(index));
 }
 
@@ -234,13 +256,13 @@ fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
  * transactions; a dirty snapshot also sees rows being created.
  */
 static bool
-fw_table_fetch(Relation rel, Relation index, ScanKey keys, Snapshot snapshot,
+fw_table_fetch(Relation rel, Relation index, FwRowKey *rk, Snapshot snapshot,
 			   TupleTableSlot *slot)
 {
-	IndexScanDesc scan = index_beginscan(rel, index, snapshot, 2, 0);
+	IndexScanDesc scan = index_beginscan(rel, index, snapshot, rk->nkeys, 0);
 	bool		found;
 
-	index_rescan(scan, keys, 2, NULL, 0);
+	index_rescan(scan, rk->scankeys, rk->nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
 	return found;
@@ -259,7 +281,7 @@ fw_table_fetch(Relation rel, Relation index, ScanKey keys, Snapshot snapshot,
  * waits for the transaction that inserted it, as a unique index would.
  */
 static bool
-fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
+fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
 			  bool found, LOCKTAG *create_lock)
 {
 	int			attempt;
@@ -292,7 +314,7 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 
 		(void) LockAcquire(create_lock, ExclusiveLock, false, false);
 		InitDirtySnapshot(dirty);
-		if (!fw_table_fetch(rel, index, keys, &dirty, slot))
+		if (!fw_table_fetch(rel, index, rk, &dirty, slot))
 			return false;		/* create it, then release the lock */
 		LockRelease(create_lock, ExclusiveLock, false);
 
@@ -300,7 +322,7 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 		wait_for = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
 		if (TransactionIdIsValid(wait_for))
 			XactLockTableWait(wait_for, rel, &slot->tts_tid, XLTW_Lock);
-		found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
+		found = fw_table_fetch(rel, index, rk, SnapshotSelf, slot);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -311,56 +333,12 @@ fw_table_lock(Relation rel, Relation index, ScanKey keys, TupleTableSlot *slot,
 }
 
 /*
- * Insert a new counter row; returns false, having inserted nothing, if the
- * primary key finds the row already there.
- *
- * The creation lock and the dirty read before it make this rare, but a
- * unique violation is the final word on whether the row exists, so the
- * insertion runs in a subtransaction that a violation rolls back.
- */
-static bool
-fw_table_insert(Relation rel, Relation index, HeapTuple tuple, Datum name, Datum key)
-{
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool inserted = true;	/* set in PG_CATCH, read after it */
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-	PG_TRY();
-	{
-		simple_heap_insert(rel, tuple);
-		fw_index_insert(rel, index, tuple, name, key, false);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		inserted = false;
-	}
-	PG_END_TRY();
-	return inserted;
-}
-
-/*
  * Open the counter table and its index for a call.  DROP EXTENSION may
  * have removed them since they were found (the call then waited for its
  * lock and finds them gone): look again, and report a missing extension
  * rather than a missing relation.
  */
-static void
+static int
 fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
 {
 	int			attempt;
@@ -379,42 +357,188 @@ fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
 		}
 		*index = try_relation_open(indexid, lockmode);
 		if (*index != NULL && (*index)->rd_rel->relkind == RELKIND_INDEX)
-		{
-			fw_table_check_columns(*rel, *index);
-			return;
-		}
+			return fw_table_check_columns(*rel, *index);
 		if (*index != NULL)
 			relation_close(*index, lockmode);
 		relation_close(*rel, lockmode);
 		fw_table_relid = fw_table_indexid = InvalidOid;
 	}
 	fw_missing_extension_error(true);
+	return 0;					/* keep compiler quiet */
+}
+
+/* One window of a call, in the table. */
+typedef struct FwRow
+{
+	FwRowKey	rk;
+	LOCKTAG		create_lock;
+	TupleTableSlot *slot;
+	bool		found;
+	bool		creating;		/* holds create_lock, to insert the row */
+	FwState		state;
+} FwRow;
+
+/*
+ * Write what a call changes: each row that spends gets its new state, and
+ * the call's statistics go to the first row that exists after it.  Rows
+ * that do not exist are inserted; returns false, having written nothing,
+ * if the primary key finds one of them already there.
+ *
+ * The creation locks and dirty reads make that rare, but a unique
+ * violation is the final word on whether a row exists, so when rows are
+ * inserted all the writes run in one subtransaction that a violation rolls
+ * back: a call never spends in some windows but not in others.
+ */
+static void
+fw_table_write(Relation rel, Relation index, int natts, const FwCall *call,
+			   FwRow *rows, const FwOutcome *outcome)
+{
+	int			stats_row = -1;
+	int			i;
+
+	if (call->mode == FW_MODE_SPEND)
+		for (i = 0; i < call->n && stats_row < 0; i++)
+			if (rows[i].found || outcome->spend[i])
+				stats_row = i;
+
+	for (i = 0; i < call->n; i++)
+	{
+		const FwDecision *d = &outcome->decisions[i];
+		Datum		values[FW_TABLE_NATTS];
+		bool		nulls[FW_TABLE_NATTS];
+		HeapTuple	tuple;
+
+		if (!outcome->spend[i] && i != stats_row)
+			continue;
+		if (rows[i].found)
+		{
+			/* the row as it is; a call changes some of its columns */
+			memcpy(values, rows[i].slot->tts_values, sizeof(Datum) * natts);
+			memcpy(nulls, rows[i].slot->tts_isnull, sizeof(bool) * natts);
+		}
+		else
+		{
+			memset(nulls, 0, sizeof(nulls));
+			values[COL_NAME] = rows[i].rk.values[0];
+			values[COL_KEY] = rows[i].rk.values[1];
+			values[COL_CALLS] = Int64GetDatum(0);
+			values[COL_ALLOWED] = Int64GetDatum(0);
+			values[COL_DENIED] = Int64GetDatum(0);
+			nulls[COL_LAST_DENIED_AT] = true;
+			values[COL_SINCE] = TimestampTzGetDatum(d->now);
+			values[COL_PERIOD_ID] = rows[i].rk.values[2];
+			values[COL_SHADOW_DENIED] = Int64GetDatum(0);
+		}
+		if (outcome->spend[i])
+		{
+			values[COL_WINDOW_START] = TimestampTzGetDatum(d->state.window_start);
+			values[COL_WINDOW_END] = TimestampTzGetDatum(d->state.window_end);
+			values[COL_TOKENS] = Int32GetDatum(d->state.tokens);
+			values[COL_FRESH_FROM] = TimestampTzGetDatum(d->fresh_from);
+			nulls[COL_FRESH_FROM] = (d->fresh_from == 0);
+			values[COL_FRESH_UNTIL] = TimestampTzGetDatum(d->fresh_until);
+			nulls[COL_FRESH_UNTIL] = (d->fresh_until == PG_INT64_MAX);
+			if (call->mode == FW_MODE_SPEND)
+			{
+				values[COL_RATE] = Int32GetDatum(call->limits[i].rate);
+				values[COL_CAPACITY] = Int32GetDatum(call->limits[i].capacity);
+				values[COL_USERID] = ObjectIdGetDatum(GetUserId());
+			}
+		}
+		if (i == stats_row)
+		{
+			values[COL_CALLS] = Int64GetDatum(DatumGetInt64(values[COL_CALLS]) + 1);
+			if (outcome->verdict.ok)
+				values[COL_ALLOWED] = Int64GetDatum(DatumGetInt64(values[COL_ALLOWED]) + 1);
+			else
+			{
+				values[COL_DENIED] = Int64GetDatum(DatumGetInt64(values[COL_DENIED]) + 1);
+				values[COL_LAST_DENIED_AT] = TimestampTzGetDatum(d->now);
+				nulls[COL_LAST_DENIED_AT] = false;
+			}
+			if (outcome->verdict.shadow_denied && natts == FW_TABLE_NATTS)
+				values[COL_SHADOW_DENIED] =
+					Int64GetDatum(DatumGetInt64(values[COL_SHADOW_DENIED]) + 1);
+		}
+
+		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+		if (!rows[i].found)
+		{
+			simple_heap_insert(rel, tuple);
+			fw_index_insert(rel, index, tuple, &rows[i].rk, false);
+		}
+		else if (fw_heap_update(rel, &rows[i].slot->tts_tid, tuple))
+			fw_index_insert(rel, index, tuple, &rows[i].rk, true);
+	}
+}
+
+static bool
+fw_table_write_all(Relation rel, Relation index, int natts, const FwCall *call,
+				   FwRow *rows, const FwOutcome *outcome)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool written = true;	/* set in PG_CATCH, read after it */
+	bool		inserts = false;
+	int			i;
+
+	for (i = 0; i < call->n; i++)
+		inserts |= (outcome->spend[i] && !rows[i].found);
+	if (!inserts)
+	{
+		fw_table_write(rel, index, natts, call, rows, outcome);
+		return true;
+	}
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		fw_table_write(rel, index, natts, call, rows, outcome);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		written = false;
+	}
+	PG_END_TRY();
+	return written;
 }
 
 /*
- * Apply one call to the row of id, as fw_shmem_apply does to a counter in
- * shared memory: decide it on the state found (none for a new key) at the
- * time read after the key's lock is held and, when consume is true, store
- * the state after it if the call is allowed.  A denied call changes the
- * row's statistics only, and creates no row.
+ * Apply one call to the rows of its windows, as fw_shmem_apply does to
+ * counters in shared memory: lock every row in the order of the call's
+ * windows (creation locks for rows that do not exist), which is the order
+ * of the primary key, so that calls on one key never deadlock; decide the
+ * call on the states found at the time read once all are held; and write
+ * the rows that change.  A denied call changes statistics only, and
+ * creates no row.  A refund locks only the rows that exist.
  */
 FwApplyResult
-fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
-			   FwDecision *decision)
+fw_table_apply(const FwCall *call, FwOutcome *outcome)
 {
-	LOCKMODE	lockmode = consume ? RowExclusiveLock : AccessShareLock;
+	bool		writes = (call->mode != FW_MODE_CHECK);
+	LOCKMODE	lockmode = writes ? RowExclusiveLock : AccessShareLock;
 	Relation	rel;
 	Relation	index;
-	ScanKeyData keys[2];
-	TupleTableSlot *slot;
-	LOCKTAG		create_lock;
-	Datum		name;
-	Datum		key;
-	bool		found;
-	FwState		state;
-	Datum		values[FW_TABLE_NATTS];
-	bool		nulls[FW_TABLE_NATTS];
-	FwApplyResult result = FW_APPLY_OK;
+	int			natts;
+	FwRow		rows[FW_MAX_WINDOWS];
+	FwState    *states[FW_MAX_WINDOWS];
+	FwApplyResult result;
+	int			i;
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -423,103 +547,65 @@ fw_table_apply(const FwIdentity *id, const FwLimit *limit, bool consume,
 				 errdetail("A standby cannot write, and its unlogged tables are empty."),
 				 errhint("Preload fixed_window on the standby and set fixed_window.storage to auto or shmem: "
 						 "shared-memory counters work there, local to the standby.")));
-	if (consume && XactReadOnly)
+	if (writes && XactReadOnly)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot spend rate limit tokens in a read-only transaction"),
 				 errhint("fw_check answers without spending.")));
 
-	fw_table_open(lockmode, &rel, &index);
-
-	name = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
-	key = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
-	ScanKeyInit(&keys[0], COL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, name);
-	ScanKeyInit(&keys[1], COL_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, key);
-	fw_key_locktag(&create_lock, fw_identity_hash64(id));
-	slot = table_slot_create(rel, NULL);
-
-retry:
-	CHECK_FOR_INTERRUPTS();
-	found = fw_table_fetch(rel, index, keys, SnapshotSelf, slot);
-	if (consume)
-		found = fw_table_lock(rel, index, keys, slot, found, &create_lock);
-	if (found)
+	natts = fw_table_open(lockmode, &rel, &index);
+	for (i = 0; i < call->n; i++)
 	{
-		/* the row as it is; a call changes some of its columns */
-		slot_getallattrs(slot);
-		memcpy(values, slot->tts_values, sizeof(values));
-		memcpy(nulls, slot->tts_isnull, sizeof(nulls));
-		state.window_start = DatumGetTimestampTz(values[COL_WINDOW_START]);
-		state.window_end = DatumGetTimestampTz(values[COL_WINDOW_END]);
-		state.tokens = DatumGetInt32(values[COL_TOKENS]);
+		fw_row_key_init(&rows[i].rk, &call->ids[i], natts);
+		fw_key_locktag(&rows[i].create_lock, fw_identity_hash64(&call->ids[i]));
+		rows[i].slot = table_slot_create(rel, NULL);
 	}
 
-	if (fw_decide(limit, found ? &state : NULL, fw_clock_now(), decision) != FW_STATUS_OK)
+	for (;;)
 	{
-		result = FW_APPLY_OUT_OF_RANGE;
-		if (consume && !found)
-			LockRelease(&create_lock, ExclusiveLock, false);
+		bool		written;
+
+		CHECK_FOR_INTERRUPTS();
+		for (i = 0; i < call->n; i++)
+		{
+			FwRow	   *row = &rows[i];
+
+			row->creating = false;
+			row->found = fw_table_fetch(rel, index, &row->rk, SnapshotSelf, row->slot);
+			if (call->mode == FW_MODE_SPEND || (call->mode == FW_MODE_REFUND && row->found))
+			{
+				row->found = fw_table_lock(rel, index, &row->rk, row->slot, row->found,
+										   &row->create_lock);
+				row->creating = !row->found;
+			}
+			states[i] = NULL;
+			if (row->found)
+			{
+				slot_getallattrs(row->slot);
+				row->state.window_start = DatumGetTimestampTz(row->slot->tts_values[COL_WINDOW_START]);
+				row->state.window_end = DatumGetTimestampTz(row->slot->tts_values[COL_WINDOW_END]);
+				row->state.tokens = DatumGetInt32(row->slot->tts_values[COL_TOKENS]);
+				states[i] = &row->state;
+			}
+		}
+
+		result = fw_call_decide(call, states, fw_clock_now(), outcome);
+		written = (result != FW_APPLY_OK || !writes ||
+				   fw_table_write_all(rel, index, natts, call, rows, outcome));
+
+		for (i = 0; i < call->n; i++)
+			if (rows[i].creating)
+				LockRelease(&rows[i].create_lock, ExclusiveLock, false);
+		if (written)
+			break;
+		/* another transaction created a row after all: use it */
 	}
-	else if (consume && (found || decision->ok))
-	{
-		HeapTuple	tuple;
-
-		if (!found)
-		{
-			memset(nulls, 0, sizeof(nulls));
-			values[COL_NAME] = name;
-			values[COL_KEY] = key;
-			values[COL_CALLS] = Int64GetDatum(0);
-			values[COL_ALLOWED] = Int64GetDatum(0);
-			values[COL_DENIED] = Int64GetDatum(0);
-			nulls[COL_LAST_DENIED_AT] = true;
-			values[COL_SINCE] = TimestampTzGetDatum(decision->now);
-		}
-		if (decision->ok)
-		{
-			values[COL_WINDOW_START] = TimestampTzGetDatum(decision->state.window_start);
-			values[COL_WINDOW_END] = TimestampTzGetDatum(decision->state.window_end);
-			values[COL_TOKENS] = Int32GetDatum(decision->state.tokens);
-			values[COL_RATE] = Int32GetDatum(limit->rate);
-			values[COL_CAPACITY] = Int32GetDatum(limit->capacity);
-			values[COL_FRESH_FROM] = TimestampTzGetDatum(decision->fresh_from);
-			nulls[COL_FRESH_FROM] = (decision->fresh_from == 0);
-			values[COL_FRESH_UNTIL] = TimestampTzGetDatum(decision->fresh_until);
-			nulls[COL_FRESH_UNTIL] = (decision->fresh_until == PG_INT64_MAX);
-			values[COL_USERID] = ObjectIdGetDatum(GetUserId());
-			values[COL_ALLOWED] = Int64GetDatum(DatumGetInt64(values[COL_ALLOWED]) + 1);
-		}
-		else
-		{
-			/* a denial changes the row's statistics, nothing else */
-			values[COL_DENIED] = Int64GetDatum(DatumGetInt64(values[COL_DENIED]) + 1);
-			values[COL_LAST_DENIED_AT] = TimestampTzGetDatum(decision->now);
-			nulls[COL_LAST_DENIED_AT] = false;
-		}
-		values[COL_CALLS] = Int64GetDatum(DatumGetInt64(values[COL_CALLS]) + 1);
-
-		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
-		if (found)
-		{
-			if (fw_heap_update(rel, &slot->tts_tid, tuple))
-				fw_index_insert(rel, index, tuple, name, key, true);
-		}
-		else
-		{
-			bool		inserted = fw_table_insert(rel, index, tuple, name, key);
-
-			LockRelease(&create_lock, ExclusiveLock, false);
-			/* another transaction created the row after all: use it */
-			if (!inserted)
-				goto retry;
-		}
-		/* let later calls of this transaction see the row */
+	/* let later calls of this transaction see the rows */
+	if (writes && result == FW_APPLY_OK)
 		CommandCounterIncrement();
-	}
-	else if (consume && !found)
-		LockRelease(&create_lock, ExclusiveLock, false);	/* no row to create */
 
-	ExecDropSingleTupleTableSlot(slot);
+	for (i = 0; i < call->n; i++)
+		ExecDropSingleTupleTableSlot(rows[i].slot);
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return result;

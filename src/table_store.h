@@ -10,7 +10,6 @@
 
 #include "identity.h"
 
-extern FwApplyResult fw_table_apply(const FwIdentity *id, const FwLimit *limit,
-									bool consume, FwDecision *decision);
+extern FwApplyResult fw_table_apply(const FwCall *call, FwOutcome *outcome);
 
 #endif							/* FW_TABLE_STORE_H */

@@ -29,8 +29,8 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "call.h"
 #include "compat.h"
-#include "identity.h"
 #include "store.h"
 
 PG_FUNCTION_INFO_V1(fw_trigger);
@@ -250,15 +250,16 @@ fw_trigger(PG_FUNCTION_ARGS)
 	char	  **args;
 	int			attnum;
 	char	   *key;
-	int32		rate;
+	int32		rate = 0;
 	int32		cost = 1;
-	Datum		period;
-	TimestampTz start;
-	FwIdentity	id;
-	FwLimit		limit;
+	Datum		period = (Datum) 0;
+	TimestampTz start = FW_UNIX_EPOCH;
+	FwCall		call;
+	FwOutcome	outcome;
 	FwDecision	decision;
 	const char *name;
 	int			nestlevel;
+	bool		named;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -271,14 +272,16 @@ fw_trigger(PG_FUNCTION_ARGS)
 				 errmsg("trigger \"%s\" on table \"%s\" must be BEFORE ... FOR EACH ROW",
 						trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
 				 errdetail("fw_trigger limits rows one by one, before they are written.")));
-	if (trigger->tgnargs < 4 || trigger->tgnargs > 6)
+	if (trigger->tgnargs < 2 || trigger->tgnargs > 6)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("trigger \"%s\" on table \"%s\" gives fw_trigger %d arguments",
 						trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
 						trigger->tgnargs),
-				 errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
-						 "for example fw_trigger('signup', 'ip', '5', '1 day').")));
+				 errhint("Use fw_trigger(policy, column [, cost]) or fw_trigger(name, column, rate, period [, start [, cost]]), "
+						 "for example fw_trigger('signup', 'ip') or fw_trigger('signup', 'ip', '5', '1 day').")));
+	/* two or three arguments name a policy */
+	named = (trigger->tgnargs <= 3);
 
 	args = trigger->tgargs;
 	tupdesc = RelationGetDescr(trigdata->tg_relation);
@@ -301,7 +304,10 @@ fw_trigger(PG_FUNCTION_ARGS)
 						   "uuid, bytea, bit string and enum types, and domains over them."),
 				 errhint("Limit on a plain column of such a type, filled by the application or by an earlier BEFORE trigger "
 						 "(stored generated columns are computed after BEFORE triggers).")));
-	rate = fw_trigger_int(trigdata, "rate", args[2]);
+	if (!named)
+		rate = fw_trigger_int(trigdata, "rate", args[2]);
+	else if (trigger->tgnargs == 3)
+		cost = fw_trigger_int(trigdata, "cost", args[2]);
 
 	/*
 	 * The key is the column's text, and start is read from text: both with
@@ -316,7 +322,8 @@ fw_trigger(PG_FUNCTION_ARGS)
 	fw_trigger_fix_setting("bytea_output", "hex");
 	fw_trigger_fix_setting("timezone_abbreviations", "Default");
 
-	period = fw_trigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
+	if (!named)
+		period = fw_trigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
 	if (trigger->tgnargs >= 5)
 	{
 		if (fw_trigger_relative_time(args[4]))
@@ -325,8 +332,6 @@ fw_trigger(PG_FUNCTION_ARGS)
 								 _("Give a fixed time, such as '2026-01-01 00:00+00'."));
 		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
 	}
-	else
-		start = FW_UNIX_EPOCH;
 	if (trigger->tgnargs == 6)
 		cost = fw_trigger_int(trigdata, "cost", args[5]);
 
@@ -347,10 +352,27 @@ fw_trigger(PG_FUNCTION_ARGS)
 						args[1], trigger->tgname),
 				 errdetail("Names may have %d bytes and keys %d.", FW_MAX_NAME_BYTES, FW_MAX_KEY_BYTES)));
 
-	fw_identity_init(&id, name, strlen(name), key, strlen(key));
-	fw_limit_init(&limit, &id, rate, DatumGetIntervalP(period), &start, cost, NULL);
-	fw_apply(&id, &limit, true, &decision);
+	if (named)
+		(void) fw_call_named(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key), cost);
+	else
+		fw_call_inline(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key),
+					   rate, DatumGetIntervalP(period), &start, cost, NULL);
+	fw_apply(&call, &outcome);
+	fw_call_answer(&call, &outcome, &decision);
 
+	if (!decision.ok && named)
+	{
+		Interval	retry = {.time = decision.retry_after};
+
+		ereport(ERROR,
+				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
+				 errmsg("rate limit policy \"%s\" exceeded", name),
+				 errdetail("Trigger \"%s\" on table \"%s\" counts rows against policy \"%s\" for each value of column \"%s\".",
+						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
+						   name, args[1]),
+				 errhint("Retry after %s.",
+						 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))))));
+	}
 	if (!decision.ok)
 	{
 		Interval	retry = {.time = decision.retry_after};

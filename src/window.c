@@ -415,3 +415,94 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 		decision->fresh_until = PG_INT64_MAX;
 	return FW_STATUS_OK;
 }
+
+/*
+ * Settle the windows of one call, each decided alone by fw_decide with the
+ * same cost: set which windows spend (spend[i]) and the call's answer.
+ *
+ * The call is allowed when every enforced window allowed it; then enforced
+ * windows spend, and shadow windows spend too if every one of them allowed
+ * it as well.  A window that allowed the call but does not spend reports
+ * the tokens it still holds.  The answer's remaining and reset_after are
+ * those of the most restrictive window -- the fewest tokens left, then the
+ * longest wait for its end -- among the enforced windows, or among all when
+ * every window is a shadow; retry_after is the latest of the enforced
+ * windows', since tokens only grow while nothing is spent.
+ */
+void
+fw_settle(const FwLimit *limits, const bool *shadow, int n,
+		  FwDecision *decisions, bool *spend, FwVerdict *verdict)
+{
+	bool		enforced_ok = true;
+	bool		shadow_ok = true;
+	bool		any_enforced = false;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (shadow[i])
+			shadow_ok &= decisions[i].ok;
+		else
+		{
+			any_enforced = true;
+			enforced_ok &= decisions[i].ok;
+		}
+	}
+
+	verdict->ok = enforced_ok;
+	verdict->shadow_denied = enforced_ok && !shadow_ok;
+	verdict->retry_after = 0;
+	verdict->deciding = -1;
+	for (i = 0; i < n; i++)
+	{
+		FwDecision *d = &decisions[i];
+
+		spend[i] = d->ok && enforced_ok && (shadow_ok || !shadow[i]);
+		if (d->ok && !spend[i])
+			d->remaining += limits[i].cost;
+		if (shadow[i] && any_enforced)
+			continue;
+		if (!shadow[i])
+			verdict->retry_after = Max(verdict->retry_after, d->retry_after);
+		if (verdict->deciding < 0 ||
+			d->remaining < decisions[verdict->deciding].remaining ||
+			(d->remaining == decisions[verdict->deciding].remaining &&
+			 d->reset_after > decisions[verdict->deciding].reset_after))
+			verdict->deciding = i;
+	}
+	if (!any_enforced)
+		verdict->retry_after = 0;
+}
+
+/*
+ * Give back up to limit->cost tokens to a counter, never above its capacity
+ * and only while the window it holds is current: a window that has ended
+ * is never refunded, and a key without a counter has nothing to get back.
+ * decision is that of a call spending nothing, with the tokens held after
+ * the refund; *write says whether the counter changed.
+ */
+FwStatus
+fw_refund(const FwLimit *limit, const FwState *old, int64 now,
+		  FwDecision *decision, bool *write)
+{
+	FwLimit		judge = *limit;
+	FwStatus	status;
+	int64		tokens;
+
+	judge.cost = 0;
+	*write = false;
+	status = fw_decide(&judge, old, now, decision);
+	if (status != FW_STATUS_OK || old == NULL ||
+		decision->state.window_start != old->window_start)
+		return status;
+
+	tokens = Min((int64) decision->state.tokens + limit->cost, (int64) limit->capacity);
+	if (tokens <= decision->state.tokens)
+		return status;
+	decision->state.tokens = decision->remaining = (int32) tokens;
+	/* a counter holding tokens answers as no counter would only without rollover */
+	decision->fresh_from = (limit->capacity == limit->rate) ? decision->state.window_end : 0;
+	decision->fresh_until = PG_INT64_MAX;
+	*write = true;
+	return status;
+}

@@ -70,6 +70,25 @@ typedef struct FwDecision
 	int64		fresh_until;
 } FwDecision;
 
+/*
+ * How the windows of one call settle.  Each window is decided alone by
+ * fw_decide; the call is allowed only if every enforced window allowed it,
+ * and then every enforced window spends -- all or nothing.  A shadow window
+ * never denies: it spends when every window, itself included, allowed the
+ * call, as it would if it were enforced.
+ */
+typedef struct FwVerdict
+{
+	bool		ok;				/* every enforced window holds the cost */
+	bool		shadow_denied;	/* allowed, but a shadow window would deny */
+	int			deciding;		/* the most restrictive window, whose
+								 * remaining and reset_after answer */
+	int64		retry_after;	/* until every enforced window holds the cost */
+} FwVerdict;
+
+/* Most windows one policy may have. */
+#define FW_MAX_WINDOWS		8
+
 typedef enum FwStatus
 {
 	FW_STATUS_OK = 0,
@@ -86,6 +105,10 @@ extern FwStatus fw_phase_start(const FwPeriod *period, uint64 hash,
 							   int64 *start);
 extern FwStatus fw_decide(const FwLimit *limit, const FwState *old,
 						  int64 now, FwDecision *decision);
+extern void fw_settle(const FwLimit *limits, const bool *shadow, int n,
+					  FwDecision *decisions, bool *spend, FwVerdict *verdict);
+extern FwStatus fw_refund(const FwLimit *limit, const FwState *old, int64 now,
+						  FwDecision *decision, bool *write);
 
 /* Calendar helpers, exposed for the unit tests. */
 extern int64 fw_days_from_civil(int64 year, int month, int day);

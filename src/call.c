@@ -1,0 +1,100 @@
+/*-------------------------------------------------------------------------
+ *
+ * call.c
+ *	  One call of a limit given inline or of a named policy: its windows,
+ *	  applied to the store, and the answer.
+ *
+ * An inline call has one window, whose counter is named by the limit's
+ * name.  A named call has one window per window of its policy, with the
+ * key's overrides applied, each with a counter of its own (see
+ * fw_identity_init_window); an exempt key's call spends nothing.  The
+ * store decides all windows of a call at once (fw_apply).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "call.h"
+#include "store.h"
+
+/*
+ * Check the cost of window i of a call and set its start, if it is the
+ * key's phase.  A refund of more than the capacity gives back as much as
+ * the capacity would.
+ */
+static void
+fw_call_cost(FwCall *call, int i, int32 cost, bool phase)
+{
+	if (call->mode == FW_MODE_REFUND)
+		cost = Min(cost, call->limits[i].capacity);
+	fw_limit_cost(&call->limits[i], &call->ids[i], cost, phase);
+}
+
+/* The window of an inline call. */
+void
+fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
+			   const char *key, int key_len, int32 rate,
+			   const Interval *period, const TimestampTz *start,
+			   int32 cost, const int32 *capacity)
+{
+	call->mode = mode;
+	call->named = false;
+	call->n = 1;
+	call->shadow[0] = false;
+	fw_identity_init(&call->ids[0], name, name_len, key, key_len);
+	fw_prefetch(call);
+	fw_limit_define(&call->limits[0], rate, period, start, capacity);
+	fw_call_cost(call, 0, cost, start == NULL);
+}
+
+/*
+ * The windows of a named call: those of the policy, with the rates the key
+ * overrides.  Returns the policy (valid until the next lookup).
+ */
+const FwPolicy *
+fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
+			  const char *key, int key_len, int32 cost)
+{
+	const FwPolicy *policy = fw_policy_get(name, name_len);
+	const FwOverride *override = fw_policy_override(policy, key, key_len);
+	bool		exempt = (override != NULL && override->exempt && mode != FW_MODE_REFUND);
+	int			i;
+
+	call->mode = mode;
+	call->named = true;
+	call->n = policy->nwindows;
+	for (i = 0; i < policy->nwindows; i++)
+	{
+		const FwPolicyWindow *window = &policy->windows[i];
+		FwLimit    *limit = &call->limits[i];
+
+		fw_identity_init_window(&call->ids[i], name, name_len,
+								window->period_id, window->period_id_len,
+								key, key_len, call->names[i]);
+		*limit = window->limit;
+		if (override != NULL && override->rate[i] > 0)
+		{
+			limit->rate = override->rate[i];
+			limit->capacity = override->capacity[i];
+		}
+		call->shadow[i] = window->shadow;
+		fw_call_cost(call, i, cost, window->phase);
+		/* an exempt key's calls are judged, and spend nothing */
+		if (exempt)
+			limit->cost = 0;
+	}
+	fw_prefetch(call);
+	return policy;
+}
+
+/*
+ * The answer of a call as fw_limit gives it: allowed or not, when to retry,
+ * and the tokens and time left of its most restrictive window.
+ */
+void
+fw_call_answer(const FwCall *call, const FwOutcome *outcome, FwDecision *answer)
+{
+	*answer = outcome->decisions[outcome->verdict.deciding];
+	answer->ok = outcome->verdict.ok;
+	answer->retry_after = outcome->verdict.retry_after;
+}

@@ -39,7 +39,9 @@ fw_cluster_start "$dir" \
     "fixed_window.role_share = 100" \
     "max_connections = 100" \
     "shared_buffers = 256MB"
-fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" >/dev/null
+fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" \
+    -c "SELECT fw_define('policy1', 1000000000, '1 hour')" \
+    -c "SELECT fw_define('policy2', 1000000000, '1 hour'), fw_define('policy2', 1000000000, '1 minute')" >/dev/null
 
 fw_log "starting redis-server on 127.0.0.1:$REDIS_PORT"
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -60,6 +62,12 @@ for storage in shmem table; do
 SELECT (fw_limit('bench', :k::text, 1000000000, '1 hour')).ok;"
     write_script "${storage}_hot" "SELECT (fw_limit('bench', 'hot', 1000000000, '1 hour')).ok;"
 done
+# Named policies, on shared memory: the same call as shmem_random through a
+# policy of one window (the same rate and period), and of two windows.
+write_script policy_one "\\set k random(1, $KEYS)
+SELECT (fw_limit('policy1', :k::text)).ok;"
+write_script policy_two "\\set k random(1, $KEYS)
+SELECT (fw_limit('policy2', :k::text)).ok;"
 write_script shmem_random_row "\\set k random(1, $KEYS)
 SELECT * FROM fw_limit('bench', :k::text, 1000000000, '1 hour');"
 write_script recipe_random "\\set k random(1, $KEYS)
@@ -109,7 +117,7 @@ query_ms() {
         psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param shmem_random shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+TPS_ROWS="select1 param shmem_random policy_one policy_two shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
 BULK_ROWS="bulk_hashtext bulk_shmem bulk_table"
 
 declare -A samples
@@ -148,6 +156,8 @@ label() {
         select1) echo '`SELECT 1` (the floor)' ;;
         param) echo 'the floor with a random key parameter: `SELECT :k::text`' ;;
         shmem_random) echo 'fw_limit, shared memory, 10,000 random keys' ;;
+        policy_one) echo 'named fw_limit, one-window policy, shared memory, 10,000 random keys' ;;
+        policy_two) echo 'named fw_limit, two-window policy, shared memory, 10,000 random keys' ;;
         shmem_random_row) echo 'the same, all four columns: `SELECT * FROM fw_limit(...)`' ;;
         shmem_hot) echo 'fw_limit, shared memory, one hot key' ;;
         table_random) echo 'fw_limit, table, 10,000 random keys' ;;
@@ -187,6 +197,22 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
         done
         echo "$line"
     done
+    echo
+    header="| named policies |"; rule="|---|"
+    for clients in $CLIENT_COUNTS; do
+        header+=" TPS, $clients clients | ratio |"; rule+="---:|---:|"
+    done
+    echo "$header"; echo "$rule"
+    line="| one-window policy / the same call inline |"
+    for clients in $CLIENT_COUNTS; do
+        line+=" $(printf '%.0f' "$(med "policy_one.$clients")") | $(ratio "$(med "policy_one.$clients")" "$(med "shmem_random.$clients")") |"
+    done
+    echo "$line"
+    line="| two-window policy / one-window policy |"
+    for clients in $CLIENT_COUNTS; do
+        line+=" $(printf '%.0f' "$(med "policy_two.$clients")") | $(ratio "$(med "policy_two.$clients")" "$(med "policy_one.$clients")") |"
+    done
+    echo "$line"
     echo
     echo "| one query, 1,000,000 calls over 100,000 keys | ms | x hashtext() |"
     echo "|---|---:|---:|"

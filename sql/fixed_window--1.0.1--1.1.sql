@@ -428,22 +428,32 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION fw_check(text, text, integer) IS
 'what fw_limit(name, key, cost) would answer now, without spending tokens or creating counters';
 
-CREATE FUNCTION fw_limit_windows(name text, key text, cost integer DEFAULT 1,
-    OUT period interval, OUT rate integer, OUT capacity integer, OUT shadow boolean,
-    OUT ok boolean, OUT retry_after interval, OUT remaining integer, OUT reset_after interval,
-    OUT window_start timestamptz, OUT window_end timestamptz)
-RETURNS SETOF record
+CREATE TYPE fw_window_result AS (
+    period interval,
+    rate integer,
+    capacity integer,
+    shadow boolean,
+    ok boolean,
+    retry_after interval,
+    remaining integer,
+    reset_after interval,
+    window_start timestamptz,
+    window_end timestamptz
+);
+
+COMMENT ON TYPE fw_window_result IS
+'one window''s part of a named call: its period, rate and capacity (the key''s override, if any), whether it is a shadow, its own verdict (ok, retry_after NULL when ok, tokens remaining, time until it ends) and its bounds';
+
+CREATE FUNCTION fw_limit_windows(name text, key text, cost integer DEFAULT 1)
+RETURNS SETOF fw_window_result
 AS 'MODULE_PATHNAME', 'fw_limit_windows'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION fw_limit_windows(text, text, integer) IS
 'fw_limit(name, key, cost), answered with one row per window of the policy: each window''s own verdict, so that a caller sees which window denied';
 
-CREATE FUNCTION fw_check_windows(name text, key text, cost integer DEFAULT 1,
-    OUT period interval, OUT rate integer, OUT capacity integer, OUT shadow boolean,
-    OUT ok boolean, OUT retry_after interval, OUT remaining integer, OUT reset_after interval,
-    OUT window_start timestamptz, OUT window_end timestamptz)
-RETURNS SETOF record
+CREATE FUNCTION fw_check_windows(name text, key text, cost integer DEFAULT 1)
+RETURNS SETOF fw_window_result
 AS 'MODULE_PATHNAME', 'fw_check_windows'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 

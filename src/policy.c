@@ -92,6 +92,10 @@ static Oid	fw_policy_relid = InvalidOid;
 static Oid	fw_override_relid = InvalidOid;
 static bool fw_policy_callback_registered = false;
 
+/* The policy found last, while no invalidation came since: most calls name it again. */
+static FwPolicy *fw_policy_last = NULL;
+static uint64 fw_policy_last_generation = 0;
+
 static void
 fw_policy_invalidate(Datum arg, Oid relid)
 {
@@ -356,13 +360,22 @@ fw_policy_find(const char *name, int name_len)
 	/* hear of changes committed since the last call */
 	AcceptInvalidationMessages();
 
+	if (fw_policy_last != NULL && fw_policy_last_generation == fw_policy_generation &&
+		fw_policy_last->name_len == name_len &&
+		memcmp(fw_policy_last->name, name, name_len) == 0)
+		return fw_policy_last;
+
 	memset(hashkey, 0, sizeof(hashkey));
 	memcpy(hashkey, name, name_len);
 	if (fw_policy_cache != NULL)
 	{
 		entry = hash_search(fw_policy_cache, hashkey, HASH_FIND, NULL);
 		if (entry != NULL)
-			return &entry->policy;
+		{
+			fw_policy_last = &entry->policy;
+			fw_policy_last_generation = fw_policy_generation;
+			return fw_policy_last;
+		}
 	}
 
 	if (!fw_policy_callback_registered)
@@ -422,7 +435,9 @@ fw_policy_find(const char *name, int name_len)
 	entry = hash_search(fw_policy_cache, hashkey, HASH_ENTER, &found);
 	fw_policy_keep(&entry->policy, policy);
 	MemoryContextDelete(readcontext);
-	return &entry->policy;
+	fw_policy_last = &entry->policy;
+	fw_policy_last_generation = fw_policy_generation;
+	return fw_policy_last;
 }
 
 /* The policy called name; an undefined name is an error. */

@@ -23,12 +23,16 @@
  *
  *	- partition locks: the bucket of a hash is its low bits, and the
  *	  partition of a bucket is the low bits of the bucket, so a chain and
- *	  every slot reachable from it belong to one partition.  A call takes its
- *	  partition's lock exclusively to update or create a counter (fw_limit)
- *	  or shared to read it (fw_check), reads the clock while holding it, and
- *	  releases it before returning.  Calls on one key are thus totally
+ *	  every slot reachable from it belong to one partition.  A call takes the
+ *	  lock of the partition of each of its counters -- one for an inline
+ *	  call, one per window of a policy, each partition once -- exclusively
+ *	  to update or create counters (fw_limit, fw_refund) or shared to read
+ *	  them (fw_check), reads the clock while holding them all, decides every
+ *	  window, writes the counters that spend (all or none), and releases the
+ *	  locks before returning.  Calls sharing a counter are thus totally
  *	  ordered, each judged on the state the previous one left (fw_decide
- *	  copes with a clock that reads earlier than the state).
+ *	  copes with a clock that reads earlier than the state), and no call
+ *	  spends in one window while another denies it.
  *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming and claiming an
  *	  entry of databases[] or roles[].  A call that finds no room takes it, then
  *	  retries, then reclaims, so that while one backend reclaims the others
@@ -36,9 +40,10 @@
  *	- the mutex (a spinlock): held for a few instructions to move slots on
  *	  or off the free list and change the counts that go with them.
  *
- * Order: the admin lock before a partition lock before the mutex.  A walk
- * over the whole table takes one partition lock at a time, in index order;
- * nothing ever holds two partition locks.
+ * Order: the admin lock before partition locks before the mutex.  A call
+ * takes its partition locks in ascending index order, so two calls never
+ * wait for each other in a cycle; a walk over the whole table takes one
+ * partition lock at a time, in index order.
  *
  * What guards each field:
  *

@@ -794,6 +794,115 @@ test_phase_start(void)
 	CHECK_EQ(phase(&month, (uint64) (31 * DAY)), UNIX_EPOCH);
 }
 
+/* ---------- several windows: all or nothing; refunds ---------- */
+
+/*
+ * Seed 003's example: 2,000 per hour and 33 per minute.  With the minute
+ * spent, the call is denied, and the hour window, which had the tokens,
+ * spends nothing and reports what it holds.
+ */
+static void
+test_settle_all_or_nothing(void)
+{
+	FwLimit		l[2] = {LIMIT(period(0, 0, HOUR), UNIX_EPOCH, 2000, 2000, 1),
+						LIMIT(period(0, 0, MINUTE), UNIX_EPOCH, 33, 33, 1)};
+	bool		shadow[2] = {false, false};
+	bool		spend[2];
+	FwDecision	d[2];
+	FwState		hour = {unix_ts(1700000000 - 1700000000 % 3600), 0, 1500};
+	FwState		minute = {unix_ts(1700000100), unix_ts(1700000160), 0};
+	FwVerdict	v;
+	int64		now = unix_ts(1700000130);
+
+	hour.window_end = hour.window_start + HOUR;
+	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK(!v.ok);
+	CHECK(!spend[0] && !spend[1]);
+	CHECK_EQ(d[0].remaining, 1500);		/* nothing spent in the hour */
+	CHECK_EQ(v.deciding, 1);
+	CHECK_EQ(v.retry_after, 30 * USEC);
+
+	/* with a token in the minute, both spend; the minute is the tighter */
+	minute.tokens = 1;
+	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK(v.ok && spend[0] && spend[1] && !v.shadow_denied);
+	CHECK_EQ(d[0].remaining, 1499);
+	CHECK_EQ(v.deciding, 1);
+	CHECK_EQ(d[1].remaining, 0);
+
+	/* retry_after is the latest of the denying windows' */
+	minute.tokens = 0;
+	hour.tokens = 0;
+	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK(!v.ok);
+	CHECK_EQ(v.retry_after, d[0].retry_after);
+	CHECK(d[0].retry_after > d[1].retry_after);
+	/* tie on remaining: the longer wait for the window's end */
+	CHECK_EQ(v.deciding, 0);
+
+	/* a shadow minute never denies, and spends only when it would allow */
+	shadow[1] = true;
+	hour.tokens = 1500;
+	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK(v.ok && v.shadow_denied && spend[0] && !spend[1]);
+	CHECK_EQ(v.deciding, 0);
+	CHECK_EQ(v.retry_after, 0);
+
+	/* every window a shadow: always allowed */
+	shadow[0] = true;
+	hour.tokens = 0;
+	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK(v.ok && v.shadow_denied && !spend[0] && !spend[1]);
+	CHECK_EQ(v.retry_after, 0);
+}
+
+/* Refunds: up to capacity, to the current window only, never a new counter. */
+static void
+test_refund(void)
+{
+	FwLimit		l = LIMIT(period(0, 0, MINUTE), UNIX_EPOCH, 10, 12, 4);
+	FwState		st = {unix_ts(1700000100), unix_ts(1700000160), 3};
+	FwDecision	dec;
+	bool		write;
+
+	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
+	CHECK(write);
+	CHECK_EQ(dec.remaining, 7);
+	CHECK_EQ(dec.state.tokens, 7);
+	CHECK_EQ(dec.state.window_start, st.window_start);
+
+	/* never above capacity */
+	l.cost = 100;
+	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
+	CHECK(write);
+	CHECK_EQ(dec.remaining, 12);
+
+	/* the window ended: nothing given back, the new window's tokens held */
+	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000160), &dec, &write), OK);
+	CHECK(!write);
+	CHECK_EQ(dec.remaining, 12);	/* 3 + 10, up to capacity */
+
+	/* no counter: nothing to give back */
+	CHECK_EQ(fw_refund(&l, NULL, unix_ts(1700000130), &dec, &write), OK);
+	CHECK(!write);
+	CHECK_EQ(dec.remaining, 10);
+
+	/* a full counter stays as it is */
+	st.tokens = 12;
+	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
+	CHECK(!write);
+}
+
 int
 main(void)
 {
@@ -811,6 +920,8 @@ main(void)
 	test_decide_two_grids();
 	test_decide_out_of_range();
 	test_phase_start();
+	test_settle_all_or_nothing();
+	test_refund();
 
 	printf("unit: %ld passed, %ld failed\n", n_passed, n_failed);
 	return n_failed > 0 ? 1 : 0;

@@ -1,11 +1,17 @@
 # Every change to the SQL objects ships as an upgrade script, tested by
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
-# statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE.
-# After the update the counters of both backends are still there and answer
-# as before, the views and admin functions work with their 1.0.1 behaviour,
-# and every member object, with its definition, privileges and comment,
-# equals that of a fresh CREATE EXTENSION in another database.
+# statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
+# the default version of the control file (1.1).  After the update the
+# counters of both backends are still there and answer as before, the views
+# and admin functions work with their 1.0.1 behaviour, and every member
+# object, with its definition, privileges and comment, equals that of a fresh
+# CREATE EXTENSION in another database.  Then the 1.1 additions in the updated
+# database: named policies (fw_define, fw_limit(name, key)) on both backends,
+# next to the 1.0 inline counters, which answer as before; fw_counters' new
+# last column period (NULL for inline counters) and fw_stats' shadow_denied.
+# A second database takes the path one step at a time, 1.0 -> 1.0.1 -> 1.1,
+# with its counters kept, and ends with the objects of a fresh installation.
 use strict;
 use warnings;
 
@@ -21,6 +27,16 @@ fixed_window.max_counters = 1000
 fixed_window.debug_now = '2026-07-01 12:00:00+00'
 });
 $node->start;
+
+# The version a new CREATE EXTENSION installs, from the control file.
+my $default = $node->safe_psql('postgres',
+	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
+is($default, '1.1', 'the control file names 1.1 as the default version');
+is( $node->safe_psql('postgres', q{
+		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
+		FROM pg_extension_update_paths('fixed_window')
+		WHERE target = '1.1' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1, 1.0.1 1.0.1--1.1', 'update paths to 1.1: from 1.0 through 1.0.1, and from 1.0.1');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -46,7 +62,8 @@ $node->safe_psql($db, q{
 # What the installation answers, on both backends.
 sub answers
 {
-	return $node->safe_psql($db, q{
+	my ($d) = @_;
+	return $node->safe_psql($d // $db, q{
 		SELECT string_agg(k || ':' || (SELECT ok || '/' || remaining
 			FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
 		FROM unnest(ARRAY['s1', 's2']) k;
@@ -62,6 +79,17 @@ sub answers
 	});
 }
 
+# The columns of a view, in order.
+sub columns
+{
+	my ($d, $view) = @_;
+	return $node->safe_psql($d, qq{
+		SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+		FROM pg_attribute WHERE attrelid = '$view'::regclass AND attnum > 0 AND NOT attisdropped});
+}
+my $counters_columns = columns($db, 'fw_counters');
+my $stats_columns = columns($db, 'fw_stats');
+
 my $before = answers();
 like($before, qr{^s1:true/2,s2:false/0\nt1:true/1,t2:false/0\n}, 'version 1.0 answers on both backends');
 like($before, qr{api/s1/shmem/.*api/t1/table/}s, 'fw_counters lists both backends');
@@ -69,7 +97,7 @@ like($before, qr{api/s1/shmem/.*api/t1/table/}s, 'fw_counters lists both backend
 my ($ret, $out, $err) = $node->psql($db, 'ALTER EXTENSION fixed_window UPDATE');
 is($ret, 0, 'ALTER EXTENSION fixed_window UPDATE') or diag($err);
 is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
-	'1.0.1', 'updated to 1.0.1');
+	$default, "updated to $default");
 is(answers(), $before, 'counters of both backends, fw_counters and fw_stats answer the same after the update');
 
 # The trigger made with 1.0 still limits.
@@ -140,7 +168,7 @@ WITH m AS (
 )
 SELECT (SELECT format('extension %s %s in schema %s, relocatable %s, config %s %s',
                       extname, extversion, extnamespace::regnamespace, extrelocatable,
-                      coalesce(extconfig::text, '-'), coalesce(extcondition::text, '-'))
+                      coalesce(extconfig::regclass[]::text, '-'), coalesce(extcondition::text, '-'))
         FROM pg_extension WHERE extname = 'fixed_window')
     || E'\n' ||
     string_agg(x.descr || E'\n' || x.def, E'\n' ORDER BY x.descr)
@@ -201,12 +229,131 @@ FROM (
 
 my $updated = $node->safe_psql($db, $members);
 my $fresh = $node->safe_psql('fresh', $members);
-like($fresh, qr/^extension fixed_window 1\.0\.1 in schema public/, 'the listing names the extension');
+like($fresh, qr/^extension fixed_window \Q$default\E in schema public/, 'the listing names the extension');
 my $count = () = $fresh =~ /^(?:function|type|table|view) /mg;
 cmp_ok($count, '>=', 19, "the listing has $count member objects");
 like($fresh, qr/^function fw_displayable\(timestamp with time zone\)$/m, 'including the function 1.0.1 added');
 like($fresh, qr/HAVING sum\(s\.calls\) > 0::numeric/, 'and the 1.0.1 definition of fw_stats');
+like($fresh, qr/^function fw_define\(text,integer,interval,timestamp with time zone,integer,boolean,text\)$/m,
+	'and the 1.1 objects: fw_define');
+like($fresh, qr/^table fw_policy$/m, 'the table fw_policy');
+like($fresh, qr/^table fw_override$/m, 'the table fw_override');
+like($fresh, qr/^view fw_policies$/m, 'the view fw_policies');
+like($fresh, qr/^view fw_overrides$/m, 'the view fw_overrides');
+like($fresh, qr/^extension .* config \{[^}]*fw_policy[^}]*\} /, 'fw_policy is a configuration table');
+like($fresh, qr/^extension .* config \{[^}]*fw_override[^}]*\} /, 'fw_override too');
 is($updated, $fresh, 'an updated 1.0 installation has exactly the objects of a fresh one');
+
+# ---------------------------------------------------------------------------
+# 1.1 in the updated database.
+# ---------------------------------------------------------------------------
+is(columns($db, 'fw_counters'), "$counters_columns, period interval",
+	'fw_counters keeps its columns and gains period as the last one');
+is(columns($db, 'fw_stats'), "$stats_columns, shadow_denied bigint",
+	'fw_stats keeps its columns and gains shadow_denied as the last one');
+
+# The inline counters as they stand: fw_check (spending nothing) on both
+# backends, and fw_counters.
+my $inline = q{
+	SELECT string_agg(k || ':' || (SELECT concat_ws('/', ok, remaining)
+		FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
+	FROM unnest(ARRAY['s1', 's2', 's3']) k;
+	SET fixed_window.storage = 'table';
+	SELECT string_agg(k || ':' || (SELECT concat_ws('/', ok, remaining)
+		FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
+	FROM unnest(ARRAY['t1', 't2', 't3']) k;
+	SELECT string_agg(concat_ws('/', name, key, storage, window_start, window_end, remaining, rate, capacity),
+		',' ORDER BY storage, name, key)
+	FROM fw_counters WHERE period IS NULL;
+};
+my $inline_before = $node->safe_psql($db, $inline);
+like($inline_before, qr{^s1:t/1,s2:t/4,s3:t/3\nt1:t/0,t2:t/4,t3:t/3\n}, 'the inline counters answer as before');
+is( $node->safe_psql($db, q{
+		SELECT string_agg(concat_ws('/', storage, key, coalesce(period::text, 'NULL')), ',' ORDER BY storage, key)
+		FROM fw_counters WHERE name = 'api'}),
+	'shmem/s1/NULL,shmem/s3/NULL,table/t1/NULL,table/t3/NULL', 'their period in fw_counters is NULL');
+
+# A policy of 3 an hour and 10 a day, with a shadow window of 1 a minute;
+# the same key on both backends.
+$node->safe_psql($db, q{
+	SELECT fw_define('pol', 3, '1 hour');
+	SELECT fw_define('pol', 10, '1 day', comment => 'daily');
+	SELECT fw_define('pol', 1, '1 minute', shadow => true);
+});
+is( $node->safe_psql($db, q{
+		SELECT string_agg(concat_ws('/', name, period, rate, shadow, comment), ',' ORDER BY period) FROM fw_policies}),
+	'pol/00:01:00/1/t,pol/01:00:00/3/f,pol/1 day/10/f/daily', 'fw_define in the updated database');
+# (The cost refers to g so that every row calls fw_limit again.)
+my $named = q{
+	SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
+	FROM generate_series(1, 4) g, LATERAL fw_limit('pol', 'k', least(g, 1)) r};
+is($node->safe_psql($db, $named), 't/2,t/1,t/0,f/0', 'fw_limit(name, key) in shared memory');
+is($node->safe_psql($db, "SET fixed_window.storage = 'table'; $named"), 't/2,t/1,t/0,f/0',
+	'fw_limit(name, key) in the table');
+is( $node->safe_psql($db, q{
+		SELECT string_agg(concat_ws('/', storage, key, period, remaining), ',' ORDER BY storage, period)
+		FROM fw_counters WHERE name = 'pol'}),
+	'shmem/k/00:01:00/0,shmem/k/01:00:00/0,shmem/k/24:00:00/7,table/k/00:01:00/0,table/k/01:00:00/0,table/k/24:00:00/7',
+	'fw_counters: one counter per window, with its period, on both backends');
+is( $node->safe_psql($db, q{
+		SELECT concat_ws('/', name, calls, allowed, denied, shadow_denied) FROM fw_stats WHERE name = 'pol'}),
+	'pol/8/6/2/4', 'fw_stats: each named call once; shadow_denied counts the allowed calls the shadow window refused');
+is($node->safe_psql($db, q{SELECT shadow_denied FROM fw_stats WHERE name = 'api'}), '0',
+	'and 0 for the inline limit');
+
+# A policy named like the inline limit keeps its own counters.
+$node->safe_psql($db, q{SELECT fw_define('api', 1, '1 hour')});
+is($node->safe_psql($db, q{
+		SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
+		FROM generate_series(1, 2) g, LATERAL fw_limit('api', 's1', least(g, 1)) r}),
+	't/0,f/0', 'a policy named api spends its own counter of s1');
+is($node->safe_psql($db, $inline), $inline_before, 'the inline counters of api are untouched by it');
+cmp_ok($node->safe_psql($db, q{SELECT fw_reset('pol', 'k')}), '>=', 6,
+	'fw_reset(name, key) removes the counters of every window on both backends');
+is($node->safe_psql($db, q{SELECT count(*) FROM fw_counters WHERE name = 'pol'}), '0', 'none is left');
+is($node->safe_psql($db, $named), 't/2,t/1,t/0,f/0', 'the key starts afresh');
+
+# ---------------------------------------------------------------------------
+# One step at a time: 1.0 -> 1.0.1 -> 1.1, with counters kept.
+# ---------------------------------------------------------------------------
+my $step = 'stepwise';
+$node->safe_psql('postgres', "CREATE DATABASE $step");
+$node->safe_psql($step, "CREATE EXTENSION fixed_window VERSION '1.0'");
+$node->safe_psql($step, q{
+	SELECT fw_limit('api', 's1', 5, '1 hour', cost => 2);
+	SELECT fw_limit('api', 's2', 5, '1 hour') FROM generate_series(1, 6);
+	SET fixed_window.storage = 'table';
+	SELECT fw_limit('api', 't1', 5, '1 hour', cost => 3);
+	SELECT fw_limit('api', 't2', 5, '1 hour') FROM generate_series(1, 6);
+});
+my $step_before = answers($step);
+like($step_before, qr{^s1:true/2,s2:false/0\nt1:true/1,t2:false/0\n}, "$step: version 1.0 answers on both backends");
+is(columns($step, 'fw_counters'), $counters_columns, "$step: the 1.0 columns of fw_counters");
+
+$node->safe_psql($step, q{ALTER EXTENSION fixed_window UPDATE TO '1.0.1'});
+is($node->safe_psql($step, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	'1.0.1', "$step: updated to 1.0.1");
+is(answers($step), $step_before, "$step: 1.0.1 answers the same");
+
+($ret, $out, $err) = $node->psql($step, 'ALTER EXTENSION fixed_window UPDATE');
+is($ret, 0, "$step: ALTER EXTENSION fixed_window UPDATE from 1.0.1") or diag($err);
+is($node->safe_psql($step, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	$default, "$step: updated to $default");
+is(answers($step), $step_before, "$step: $default answers the same, counters of both backends kept");
+is($node->safe_psql($step, $members), $fresh, "$step: it has exactly the objects of a fresh installation");
+is($node->safe_psql($step, q{
+		SELECT fw_define('pol', 2, '1 hour');
+		SELECT string_agg(concat_ws('', (fw_limit('pol', 'k')).ok), ',') FROM generate_series(1, 3);
+		SET fixed_window.storage = 'table';
+		SELECT string_agg(concat_ws('', (fw_limit('pol', 'k')).ok), ',') FROM generate_series(1, 3);
+		SELECT count(*) FROM fw_counters WHERE name = 'pol' AND period = '1 hour';
+		SELECT count(*) FROM fw_counters WHERE name = 'api' AND period IS NULL;}),
+	"\nt,t,f\nt,t,f\n2\n4", "$step: named policies work on both backends; inline counters have period NULL");
+is($node->safe_psql($step, q{
+		SELECT (fw_limit('api', 's1', 5, '1 hour')).remaining;
+		SET fixed_window.storage = 'table';
+		SELECT (fw_limit('api', 't1', 5, '1 hour')).remaining;}),
+	"2\n1", "$step: the inline counters go on spending");
 
 $node->stop;
 done_testing();

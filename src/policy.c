@@ -117,8 +117,11 @@ fw_policy_reinstall_error(const char *relname)
 			 errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE, or reinstall it.")));
 }
 
-/* Open one of the definition tables and its primary key, checking columns. */
-static void
+/*
+ * Open one of the definition tables and its primary key, checking columns;
+ * returns false if the table does not exist (the extension is older).
+ */
+static bool
 fw_policy_open(const char *relname, const Oid *types, int natts,
 			   Relation *rel, Relation *index, Oid *relid)
 {
@@ -135,7 +138,9 @@ fw_policy_open(const char *relname, const Oid *types, int natts,
 				 errhint("Run CREATE EXTENSION fixed_window.")));
 	*relid = get_relname_relid(relname, schema);
 	indexid = get_relname_relid(indexname, schema);
-	if (!OidIsValid(*relid) || !OidIsValid(indexid))
+	if (!OidIsValid(*relid))
+		return false;			/* an installation older than 1.1 */
+	if (!OidIsValid(indexid))
 		fw_policy_reinstall_error(relname);
 
 	*rel = table_open(*relid, AccessShareLock);
@@ -150,6 +155,7 @@ fw_policy_open(const char *relname, const Oid *types, int natts,
 		if (att->attisdropped || att->atttypid != types[i])
 			fw_policy_reinstall_error(relname);
 	}
+	return true;
 }
 
 static void
@@ -193,10 +199,11 @@ fw_policy_read_windows(FwPolicy *policy, text *name, Snapshot snapshot)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
-	fw_policy_open("fw_policy", fw_policy_types, POL_NATTS, &rel, &index, &fw_policy_relid);
+	policy->nwindows = 0;
+	if (!fw_policy_open("fw_policy", fw_policy_types, POL_NATTS, &rel, &index, &fw_policy_relid))
+		return false;
 	ScanKeyInit(&key, POL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
 	scan = systable_beginscan_ordered(rel, index, snapshot, 1, &key);
-	policy->nwindows = 0;
 	while ((tuple = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
 		TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -254,7 +261,8 @@ fw_policy_read_overrides(FwPolicy *policy, text *name, Snapshot snapshot)
 	HeapTuple	tuple;
 	int			allocated = 0;
 
-	fw_policy_open("fw_override", fw_override_types, OVR_NATTS, &rel, &index, &fw_override_relid);
+	if (!fw_policy_open("fw_override", fw_override_types, OVR_NATTS, &rel, &index, &fw_override_relid))
+		fw_policy_reinstall_error("fw_override");
 	ScanKeyInit(&key, OVR_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
 	scan = systable_beginscan_ordered(rel, index, snapshot, 1, &key);
 	policy->noverrides = 0;

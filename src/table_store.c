@@ -19,9 +19,12 @@
  * spent.  A key with no row is created under an advisory lock on the
  * 64-bit hash of (name, key) -- an ordinary heavyweight lock, shown in
  * pg_locks with objsubid FW_LOCKTAG_FIELD4, held only until the row is
- * inserted -- so that two transactions never both create it.  Different
- * keys never wait for each other (unless their 64-bit hashes collide,
- * which only adds a short wait).
+ * inserted -- so that two transactions never both create it.  A policy's
+ * call locks the rows of its windows (one per period_id) in the order of
+ * the primary key, after an advisory lock on the hash of (policy, key),
+ * objsubid FW_LOCKTAG_KEY, held until the transaction ends (see
+ * fw_lock_policy_key).  Different keys never wait for each other (unless
+ * their 64-bit hashes collide, which only adds a short wait).
  * fw_check takes no lock and writes nothing.
  *
  *-------------------------------------------------------------------------
@@ -64,6 +67,7 @@
 #define FW_TABLE			"fw_counter"
 #define FW_TABLE_PKEY		"fw_counter_pkey"
 #define FW_LOCKTAG_FIELD4	18007	/* "FW"; pg_advisory_* use 1 and 2 */
+#define FW_LOCKTAG_KEY		18008	/* the key lock of a policy's call */
 #define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
 #define FW_OPEN_ATTEMPTS	2		/* the table found anew once, after a drop */
 
@@ -200,10 +204,36 @@ fw_table_check_columns(Relation rel, Relation index)
 }
 
 static void
-fw_key_locktag(LOCKTAG *tag, uint64 hash64)
+fw_key_locktag(LOCKTAG *tag, uint64 hash64, uint16 field4)
 {
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash64 >> 32),
-						 (uint32) hash64, FW_LOCKTAG_FIELD4);
+						 (uint32) hash64, field4);
+}
+
+/*
+ * Before a call that writes the rows of several windows locks any of them,
+ * it takes the lock of its (policy, key), held until the transaction ends
+ * as row locks are.  The rows are locked in one order as well, but a row
+ * being updated can be missed by a lookup (an index scan with a non-MVCC
+ * snapshot may find neither version), and a call that then inserts the row
+ * waits in the primary key's check for the transaction that holds it --
+ * out of order.  Calls on one (policy, key) thus never wait for each other
+ * while holding its rows.
+ */
+static void
+fw_lock_policy_key(const FwCall *call)
+{
+	FwIdentity	plain;
+	int			name_len;
+	const char *period_id;
+	int			period_id_len;
+	LOCKTAG		tag;
+
+	fw_split_counter_name(call->ids[0].name, call->ids[0].name_len, &name_len,
+						  &period_id, &period_id_len);
+	fw_identity_init(&plain, call->ids[0].name, name_len, call->ids[0].key, call->ids[0].key_len);
+	fw_key_locktag(&tag, fw_identity_hash64(&plain), FW_LOCKTAG_KEY);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /* The primary key of one counter row, and its scan keys. */
@@ -554,10 +584,12 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 				 errhint("fw_check answers without spending.")));
 
 	natts = fw_table_open(lockmode, &rel, &index);
+	if (writes && call->n > 1)
+		fw_lock_policy_key(call);
 	for (i = 0; i < call->n; i++)
 	{
 		fw_row_key_init(&rows[i].rk, &call->ids[i], natts);
-		fw_key_locktag(&rows[i].create_lock, fw_identity_hash64(&call->ids[i]));
+		fw_key_locktag(&rows[i].create_lock, fw_identity_hash64(&call->ids[i]), FW_LOCKTAG_FIELD4);
 		rows[i].slot = table_slot_create(rel, NULL);
 	}
 

@@ -27,9 +27,9 @@ DATA_built = sql/fixed_window--$(EXTVERSION).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
-REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy
 REGRESS_TABLE = fw_table
-ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension
+ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf
 ISOLATION = fw_concurrent
 ISOLATION_OPTS = --temp-instance=tmp_check_isolation --temp-config=$(srcdir)/test/preload.conf

@@ -216,7 +216,7 @@ CREATE TABLE fw_override (
 REVOKE ALL ON fw_override FROM PUBLIC;
 
 COMMENT ON TABLE fw_override IS
-'one key''s own rate for a window of a policy, or (period NULL) its exemption from the policy; written by fw_override, fw_exempt and fw_unoverride; created_by: the login role that wrote it';
+'one key''s own rate for a window of a policy, or (period NULL) its exemption from the policy; written by fw_override, fw_exempt and fw_unoverride; created_by: the role that wrote it (its SET ROLE, else its login role)';
 
 -- Definitions are kept by pg_dump, replicated and crash-safe.
 SELECT pg_catalog.pg_extension_config_dump('fw_policy', '');
@@ -237,6 +237,14 @@ CREATE TRIGGER fw_policy_changed
 CREATE TRIGGER fw_override_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON fw_override
     FOR EACH STATEMENT EXECUTE FUNCTION fw_policy_changed();
+
+CREATE FUNCTION fw_acting_role()
+RETURNS name
+AS 'MODULE_PATHNAME', 'fw_acting_role'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION fw_acting_role() IS
+'the role the session acts as (SET ROLE, else its login role), also inside SECURITY DEFINER functions: recorded as the creator of overrides';
 
 CREATE FUNCTION fw_define(
     name text,
@@ -332,7 +340,7 @@ BEGIN
     END IF;
     INSERT INTO @extschema@.fw_override AS o
     VALUES (fw_override.name, fw_override.key, id, fw_override.period, fw_override.rate,
-            coalesce(fw_override.capacity, fw_override.rate), session_user)
+            coalesce(fw_override.capacity, fw_override.rate), @extschema@.fw_acting_role())
     ON CONFLICT ON CONSTRAINT fw_override_pkey DO UPDATE
         SET period = excluded.period, rate = excluded.rate, capacity = excluded.capacity,
             created_by = excluded.created_by;
@@ -358,7 +366,7 @@ BEGIN
                   HINT = 'Define it with fw_define(name, rate, period) first.';
     END IF;
     INSERT INTO @extschema@.fw_override AS o
-    VALUES (fw_exempt.name, fw_exempt.key, '', NULL, NULL, NULL, session_user)
+    VALUES (fw_exempt.name, fw_exempt.key, '', NULL, NULL, NULL, @extschema@.fw_acting_role())
     ON CONFLICT ON CONSTRAINT fw_override_pkey DO UPDATE SET created_by = excluded.created_by;
 END $$;
 REVOKE ALL ON FUNCTION fw_exempt(text, text) FROM PUBLIC;

@@ -18,16 +18,18 @@
 #include "store.h"
 
 /*
- * Check the cost of window i of a call and set its start, if it is the
- * key's phase.  A refund of more than the capacity gives back as much as
- * the capacity would.
+ * Check the cost of window i of a call and, when its start is the key's
+ * phase, derive it from phase_id: the limit's or policy's name and the
+ * key, so that the windows of one key nest as those of inline calls do.  A
+ * refund of more than the capacity gives back as much as the capacity
+ * would.
  */
 static void
-fw_call_cost(FwCall *call, int i, int32 cost, bool phase)
+fw_call_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fw_limit_cost(&call->limits[i], &call->ids[i], cost, phase);
+	fw_limit_cost(&call->limits[i], phase_id, cost, phase);
 }
 
 /* The window of an inline call. */
@@ -44,7 +46,7 @@ fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 	fw_identity_init(&call->ids[0], name, name_len, key, key_len);
 	fw_prefetch(call);
 	fw_limit_define(&call->limits[0], rate, period, start, capacity);
-	fw_call_cost(call, 0, cost, start == NULL);
+	fw_call_cost(call, 0, cost, start == NULL, &call->ids[0]);
 }
 
 /*
@@ -58,7 +60,10 @@ fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
 	const FwPolicy *policy = fw_policy_get(name, name_len);
 	const FwOverride *override = fw_policy_override(policy, key, key_len);
 	bool		exempt = (override != NULL && override->exempt && mode != FW_MODE_REFUND);
+	FwIdentity	phase_id;
 	int			i;
+
+	fw_identity_init(&phase_id, name, name_len, key, key_len);
 
 	call->mode = mode;
 	call->named = true;
@@ -78,7 +83,7 @@ fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
 			limit->capacity = override->capacity[i];
 		}
 		call->shadow[i] = window->shadow;
-		fw_call_cost(call, i, cost, window->phase);
+		fw_call_cost(call, i, cost, window->phase, &phase_id);
 		/* an exempt key's calls are judged, and spend nothing */
 		if (exempt)
 			limit->cost = 0;

@@ -11,6 +11,7 @@
 
 #include "commands/trigger.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
@@ -20,6 +21,20 @@
 
 PG_FUNCTION_INFO_V1(fw_window_id);
 PG_FUNCTION_INFO_V1(fw_policy_changed);
+PG_FUNCTION_INFO_V1(fw_acting_role);
+
+/*
+ * fw_acting_role() returns name
+ *
+ * The role the session acts as (its SET ROLE, or its login role), also
+ * inside SECURITY DEFINER functions: who wrote an override.
+ */
+Datum
+fw_acting_role(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_DATUM(DirectFunctionCall1(namein,
+										CStringGetDatum(GetUserNameFromId(GetOuterUserId(), false))));
+}
 
 /*
  * fw_window_id(name text, key text, rate integer, period interval,

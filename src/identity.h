@@ -63,8 +63,8 @@ typedef enum FwMode
 
 /*
  * One call: the counters of its windows -- one for an inline call, one per
- * window of a policy, in the order of their period identifiers, which is
- * the order the stores lock them in.  names[] holds the counter names of
+ * window of a policy, shortest first, which is the order the table backend
+ * locks their rows in (shared memory locks partitions in index order).  names[] holds the counter names of
  * a policy's windows (see fw_identity_init_window).
  */
 typedef struct FwCall

@@ -189,6 +189,28 @@ fw_column(HeapTuple tuple, TupleDesc tupdesc, int col, bool *isnull)
 	return heap_getattr(tuple, col + 1, tupdesc, isnull);
 }
 
+/*
+ * Windows in the order of their lengths (a month counted as its average
+ * length), then of their identifiers: the order a call's windows are
+ * listed in, and the order the table backend locks their rows in.
+ */
+static int
+fw_window_cmp(const void *a, const void *b)
+{
+	const FwPolicyWindow *x = (const FwPolicyWindow *) a;
+	const FwPolicyWindow *y = (const FwPolicyWindow *) b;
+	double		lx = (double) x->limit.period.months * FW_USECS_PER_AVG_MONTH + x->limit.period.span;
+	double		ly = (double) y->limit.period.months * FW_USECS_PER_AVG_MONTH + y->limit.period.span;
+	int			cmp;
+
+	if (lx != ly)
+		return (lx > ly) ? 1 : -1;
+	cmp = memcmp(x->period_id, y->period_id, Min(x->period_id_len, y->period_id_len));
+	if (cmp != 0)
+		return cmp;
+	return (x->period_id_len > y->period_id_len) - (x->period_id_len < y->period_id_len);
+}
+
 /* Read the windows of a policy; returns false if it has none. */
 static bool
 fw_policy_read_windows(FwPolicy *policy, text *name, Snapshot snapshot)
@@ -235,6 +257,7 @@ fw_policy_read_windows(FwPolicy *policy, text *name, Snapshot snapshot)
 	}
 	systable_endscan_ordered(scan);
 	fw_policy_close(rel, index);
+	qsort(policy->windows, policy->nwindows, sizeof(FwPolicyWindow), fw_window_cmp);
 	return policy->nwindows > 0;
 }
 

@@ -37,7 +37,7 @@ typedef struct FwPolicy
 	char		name[FW_MAX_NAME_BYTES + 1];
 	int			name_len;
 	int			nwindows;
-	FwPolicyWindow windows[FW_MAX_WINDOWS]; /* in the order of period_id */
+	FwPolicyWindow windows[FW_MAX_WINDOWS]; /* shortest first (fw_window_cmp) */
 	int			noverrides;
 	FwOverride *overrides;		/* sorted by key */
 } FwPolicy;

@@ -174,8 +174,9 @@ foreach my $strategy ('WAL_LOG', 'FILE_COPY')
 # (iii) pg_dump and restore.
 # ---------------------------------------------------------------------------
 is($node->safe_psql('e1', q{
-		SELECT coalesce(extconfig::text, 'none') FROM pg_extension WHERE extname = 'fixed_window'}),
-	'none', 'fw_counter is not a configuration table of the extension');
+		SELECT coalesce(string_agg(c::regclass::text, ',' ORDER BY c::regclass::text), 'none')
+		FROM pg_extension, unnest(extconfig) AS c WHERE extname = 'fixed_window'}),
+	'fw_override,fw_policy', 'fw_counter is not a configuration table of the extension; the definitions are');
 my $dump = $node->basedir . '/e1.dump';
 my $plain = $node->basedir . '/e1.sql';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('e1') ], 'pg_dump -Fc e1');

@@ -189,6 +189,17 @@ fw_column(HeapTuple tuple, TupleDesc tupdesc, int col, bool *isnull)
 	return heap_getattr(tuple, col + 1, tupdesc, isnull);
 }
 
+/* Byte strings in the order of the "C" collation: bytes, then length. */
+static int
+fw_bytes_cmp(const char *a, int alen, const char *b, int blen)
+{
+	int			cmp = memcmp(a, b, Min(alen, blen));
+
+	if (cmp != 0)
+		return cmp;
+	return (alen > blen) - (alen < blen);
+}
+
 /*
  * Windows in the order of their lengths (a month counted as its average
  * length), then of their identifiers: the order a call's windows are
@@ -201,14 +212,10 @@ fw_window_cmp(const void *a, const void *b)
 	const FwPolicyWindow *y = (const FwPolicyWindow *) b;
 	double		lx = (double) x->limit.period.months * FW_USECS_PER_AVG_MONTH + x->limit.period.span;
 	double		ly = (double) y->limit.period.months * FW_USECS_PER_AVG_MONTH + y->limit.period.span;
-	int			cmp;
 
 	if (lx != ly)
 		return (lx > ly) ? 1 : -1;
-	cmp = memcmp(x->period_id, y->period_id, Min(x->period_id_len, y->period_id_len));
-	if (cmp != 0)
-		return cmp;
-	return (x->period_id_len > y->period_id_len) - (x->period_id_len < y->period_id_len);
+	return fw_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len);
 }
 
 /* Read the windows of a policy; returns false if it has none. */
@@ -266,11 +273,8 @@ fw_override_cmp(const void *a, const void *b)
 {
 	const FwOverride *x = (const FwOverride *) a;
 	const FwOverride *y = (const FwOverride *) b;
-	int			cmp = memcmp(x->key, y->key, Min(x->key_len, y->key_len));
 
-	if (cmp != 0)
-		return cmp;
-	return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+	return fw_bytes_cmp(x->key, x->key_len, y->key, y->key_len);
 }
 
 /* Read the overrides of a policy, one entry per key, sorted by key. */

@@ -1,6 +1,6 @@
 # fixed_window: fixed-window rate limits inside PostgreSQL (PGXS build)
 
-EXTENSION = fixed_window
+EXTENSION = fixed_window fixed_window_proxy
 MODULE_big = fixed_window
 OBJS = \
 	src/admin.o \
@@ -22,7 +22,7 @@ OBJS = \
 # does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them.
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
 UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql
-DATA = sql/fixed_window--1.0.sql $(UPGRADES)
+DATA = sql/fixed_window--1.0.sql $(UPGRADES) sql/fixed_window_proxy--1.0.sql
 DATA_built = sql/fixed_window--$(EXTVERSION).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 

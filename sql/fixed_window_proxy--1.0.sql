@@ -113,6 +113,33 @@ END $$;
 COMMENT ON FUNCTION fw_shard_count() IS
 'how many shards the server fw_shards lists';
 
+-- The first shard that does not answer SELECT 1, or NULL.
+CREATE FUNCTION fw_route_probe(shard integer)
+RETURNS integer
+LANGUAGE plproxy
+AS $$
+    CLUSTER 'fw_shards';
+    RUN ON shard;
+    SELECT 1;
+$$;
+
+CREATE FUNCTION fw_first_lost_shard()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    s integer;
+BEGIN
+    FOR s IN SELECT l.shard FROM @extschema@.fw_shard_list() AS l LOOP
+        BEGIN
+            PERFORM @extschema@.fw_route_probe(s);
+        EXCEPTION WHEN internal_error THEN
+            RETURN s;
+        END;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
 -- Faults.  PL/Proxy reports a shard it cannot reach as an internal error
 -- (XX000) whose message names the libpq step that failed; errors raised on
 -- a shard come back with their own SQLSTATE and are never taken for this.
@@ -130,9 +157,8 @@ BEGIN
     IF step IS NULL THEN
         RETURN false;               -- not a lost shard: the caller raises it again
     END IF;
-    IF shard IS NULL THEN           -- a call to every shard: find it by database name
-        SELECT min(l.shard) INTO shard FROM @extschema@.fw_shard_list() AS l
-        WHERE l.connstr ~ ('(^|\s)dbname\s*=\s*''?' || regexp_replace(db, '([^a-zA-Z0-9_])', '\\\1', 'g') || '(''|\s|$)');
+    IF shard IS NULL THEN           -- a call to every shard: find which is lost
+        shard := @extschema@.fw_first_lost_shard();
     END IF;
     SELECT l.connstr INTO connstr FROM @extschema@.fw_shard_list() AS l WHERE l.shard = fw_shard_down.shard;
     IF may_fail_open AND (SELECT r.fail_open FROM @extschema@.fw_router AS r) THEN
@@ -141,7 +167,7 @@ BEGIN
         IF last_warning IS NULL OR last_warning < clock_timestamp() - interval '1 minute' THEN
             PERFORM set_config('fixed_window_proxy.last_warning', clock_timestamp()::text, false);
             RAISE WARNING 'shard % of the router is unreachable: its keys are allowed uncounted', shard
-                USING DETAIL = format('The shard connects with "%s". %s', connstr, message),
+                USING DETAIL = format('The shard connects with "%s". %s', connstr, rtrim(message, E'\n')),
                       HINT = 'fail_open is set in fw_router; this warning repeats at most once a minute per session.';
         END IF;
         RETURN true;
@@ -149,14 +175,14 @@ BEGIN
     RAISE EXCEPTION 'shard % of the router is unreachable', coalesce(shard::text, '"' || db || '"')
         USING ERRCODE = CASE WHEN message ~ 'PQconnect|connect timeout' THEN 'sqlclient_unable_to_establish_sqlconnection'
                              ELSE 'connection_failure' END,
-              DETAIL = format('The shard connects with "%s". %s', coalesce(connstr, 'dbname=' || db), message),
+              DETAIL = format('The shard connects with "%s". %s', coalesce(connstr, 'dbname=' || db), rtrim(message, E'\n')),
               HINT = CASE WHEN may_fail_open
                           THEN 'Keys of the other shards are served. To admit this shard''s keys uncounted while it is down, UPDATE fw_router SET fail_open = true.'
                           ELSE 'Keys of the other shards are served. Repeat the call when the shard is back.' END;
 END $$;
 
 COMMENT ON FUNCTION fw_shard_down(integer, text, boolean) IS
-'whether message is PL/Proxy losing a shard; if so raises SQLSTATE 08001 or 08006 naming the shard (NULL: found from the database name in message), unless may_fail_open and fw_router.fail_open, then warns and returns true';
+'whether message is PL/Proxy losing a shard; if so raises SQLSTATE 08001 or 08006 naming the shard (NULL: the first that does not answer), unless may_fail_open and fw_router.fail_open, then warns and returns true';
 
 -- Calls routed to the shard of (name, key).  Internal: the functions below
 -- of the extension's own names add the handling of faults.

@@ -1,0 +1,321 @@
+# Scale-out through the router (fixed_window_proxy on PL/Proxy): three shard
+# servers with shared-memory counters and one router server.  Checked:
+#
+# - routing: every (name, key) goes to shard fw_shard(name, key, 3), which
+#   an application computes on its own side (here in Perl, from MD5), and
+#   its counters are there and nowhere else;
+# - exactness: pgbench with 16 sessions through the router, on one hot key
+#   and on 1,000 keys of a named policy, across real one-second window
+#   boundaries, allows exactly min(rate, calls) in every window of every key;
+# - a lost shard: its keys fail with SQLSTATE 08001 naming it (or, with
+#   fail_open, are allowed with a warning), other keys are served, and when
+#   it is back calls resume with its counters kept (clean restart);
+# - resharding from 3 to 6 shards with ALTER SERVER while pgbench runs: no
+#   call fails, a key moves from shard s to s or s + 3 and nowhere else,
+#   about half move, a moved key starts fresh in its new shard (at most one
+#   window's rate extra, the documented bound) and a key that stays keeps
+#   its counter.
+use strict;
+use warnings;
+
+use Digest::MD5 qw(md5);
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
+	  . "apt-get install postgresql-15-plproxy, or run make test as root")
+  unless -f "$pkglibdir/plproxy.so";
+
+my $seconds = 7;
+my $hot_rate = 100;
+my $keys_rate = 2;
+
+# The shard of (name, key) among n, as an application computes it.
+sub shard_of
+{
+	my ($name, $key, $n) = @_;
+	my $bytes = do { use bytes; length($name) };
+	return (unpack('N', md5("$bytes:$name$key")) & 0x7fffffff) % $n;
+}
+
+my @shards;
+foreach my $i (0 .. 2)
+{
+	my $shard = PostgreSQL::Test::Cluster->new("shard$i");
+	$shard->init;
+	$shard->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'fixed_window'
+max_connections = 80
+fixed_window.database_share = 100
+fixed_window.role_share = 100
+});
+	$shard->start;
+	$shard->safe_psql('postgres', 'CREATE DATABASE fw');
+	$shard->safe_psql('fw', 'CREATE EXTENSION fixed_window');
+	push @shards, $shard;
+}
+
+sub connstr
+{
+	my ($shard, $db) = @_;
+	return 'host=' . $shard->host . ' port=' . $shard->port . " dbname=$db";
+}
+
+my $router = PostgreSQL::Test::Cluster->new('router');
+$router->init;
+$router->append_conf('postgresql.conf', 'max_connections = 40');
+$router->start;
+$router->safe_psql('postgres', 'CREATE DATABASE router');
+$router->safe_psql('router', qq{
+CREATE EXTENSION fixed_window_proxy CASCADE;
+CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
+    modular_mapping '1',
+    p0 '@{[ connstr($shards[0], 'fw') ]}',
+    p1 '@{[ connstr($shards[1], 'fw') ]}',
+    p2 '@{[ connstr($shards[2], 'fw') ]}');
+CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
+GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
+-- what a call raised, as SQLSTATE: message
+CREATE FUNCTION try(statement text) RETURNS text LANGUAGE plpgsql AS \$\$
+BEGIN
+    EXECUTE statement;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END \$\$;
+});
+
+# -- routing ---------------------------------------------------------------
+
+is($router->safe_psql('router', 'SELECT count(*) FROM fw_shards'), '3', 'the router lists three shards');
+
+my @keys = map { "k$_" } 1 .. 1000;
+my %expected;
+push @{ $expected{ shard_of('place', $_, 3) } }, $_ foreach @keys;
+is($router->safe_psql('router', q{
+	SELECT string_agg(fw_shard('place', 'k' || g, 3)::text, ',' ORDER BY g)
+	FROM generate_series(1, 1000) AS g}),
+	join(',', map { shard_of('place', $_, 3) } @keys),
+	'fw_shard on the router is the MD5 rule an application computes');
+cmp_ok(scalar(@{ $expected{$_} // [] }), '>', 250, "shard $_ owns a fair share of 1,000 keys")
+  foreach 0 .. 2;
+
+is($router->safe_psql('router', q{
+	SELECT count(*) FROM generate_series(1, 1000) AS g
+	WHERE (fw_limit('place', 'k' || g, 10, '1 hour')).ok}),
+	'1000', '1,000 keys called through the router');
+foreach my $i (0 .. 2)
+{
+	is($shards[$i]->safe_psql('fw', q{
+		SELECT string_agg(key, ',' ORDER BY key) FROM fw_counters WHERE name = 'place'}),
+		join(',', sort @{ $expected{$i} }),
+		"shard $i holds exactly the counters of its keys");
+}
+is($router->safe_psql('router', q{
+	SELECT count(*) FROM fw_counters
+	WHERE name = 'place' AND shard = fw_shard(name, key, 3)}),
+	'1000', "the router's fw_counters gathers every shard and says where each counter is");
+is($router->safe_psql('router', "SELECT calls, allowed, denied FROM fw_stats WHERE name = 'place'"),
+	'1000|1000|0', "the router's fw_stats sums every shard");
+like($router->safe_psql('router', "SELECT try('SELECT fw_shard(''a'', ''b'', 0)')"),
+	qr/^22023: shard count must be at least 1/, 'fw_shard refuses a count below 1');
+
+# -- exactness under load, across real window boundaries -------------------
+
+$router->safe_psql('router', q{
+SELECT fw_define('per_key', 2, '1 second', comment => 'load test');
+CREATE UNLOGGED TABLE calls (run text, key text, ok boolean,
+    t0 timestamptz, t1 timestamptz, reset_after interval);
+CREATE FUNCTION load_call(run text, k text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+    r fw_result;
+BEGIN
+    IF run = 'hot' THEN
+        r := fw_limit('hot', k, 100, '1 second');
+    ELSE
+        r := fw_limit('per_key', k);
+    END IF;
+    INSERT INTO calls VALUES (run, k, r.ok, t0, clock_timestamp(), r.reset_after);
+END
+$$;
+-- The window of each call (router and shards share the machine's clock): it
+-- was judged between t0 and t1 and its window ended reset_after later, on a
+-- whole second, which is unique while t1 - t0 is under a second.
+CREATE VIEW call_windows AS
+    SELECT run, key, ok, window_end,
+           window_end + 1 <= latest_end AS ambiguous,
+           window_end > latest_end AS inconsistent
+    FROM (SELECT run, key, ok,
+                 ceil(extract(epoch FROM t0 + reset_after)) AS window_end,
+                 extract(epoch FROM t1 + reset_after) AS latest_end
+          FROM calls) AS c;
+CREATE VIEW per_window AS
+    WITH runs AS (
+        SELECT run, extract(epoch FROM min(t0)) AS first_call,
+               extract(epoch FROM max(t1)) AS last_call
+        FROM calls GROUP BY run)
+    SELECT w.run, key, window_end,
+           count(*) FILTER (WHERE ok) AS allowed, count(*) AS calls,
+           window_end - 1 >= first_call AND window_end <= last_call AS full_window
+    FROM call_windows w JOIN runs USING (run)
+    GROUP BY w.run, key, window_end, first_call, last_call;
+});
+is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'per_key'"),
+	'{0,1,2}', 'a policy defined on the router is defined on every shard');
+
+foreach my $case ([ 'hot', $hot_rate, "'hot'" ], [ 'keys', $keys_rate, "'k' || :k" ])
+{
+	my ($run, $rate, $key) = @$case;
+	$router->pgbench(
+		"--no-vacuum --client=16 --jobs=2 --protocol=prepared --time=$seconds",
+		0,
+		[qr{processed: \d+}],
+		[qr{^$}],
+		"16 sessions through the router for $seconds seconds ($run)",
+		{
+			"012_$run" => qq{
+	\\set k random(1, 1000)
+	SELECT load_call('$run', $key);
+	}
+		},
+		'router');
+
+	note "$run: calls, allowed: "
+	  . $router->safe_psql('router',
+		"SELECT count(*), count(*) FILTER (WHERE ok) FROM calls WHERE run = '$run'");
+	is($router->safe_psql('router',
+			"SELECT count(*) FROM call_windows WHERE run = '$run' AND (ambiguous OR inconsistent)"),
+		'0', "every call's window is known ($run)");
+	is($router->safe_psql('router', qq{
+			SELECT count(*) FROM per_window WHERE run = '$run' AND allowed <> least($rate, calls)}),
+		'0', "every key allowed exactly min($rate, calls) in every window ($run)");
+	cmp_ok($router->safe_psql('router', qq{
+			SELECT count(DISTINCT window_end) FROM per_window WHERE run = '$run' AND full_window}),
+		'>=', 5, "at least five full windows ($run)");
+	my ($windows, $saturated) = split /\|/, $router->safe_psql('router', qq{
+		SELECT count(*), count(*) FILTER (WHERE calls > $rate) FROM per_window WHERE run = '$run'});
+	my $report = "$run: $saturated of $windows (key, window) pairs had more calls than the rate $rate";
+	$saturated > 0 ? note $report : diag "$report: too slow to reach the limit";
+}
+is($router->safe_psql('router', q{
+	SELECT count(DISTINCT fw_shard('per_key', key, 3)) FROM calls WHERE run = 'keys'}),
+	'3', 'the load on 1,000 keys reached all three shards');
+
+# -- a lost shard -----------------------------------------------------------
+
+my ($key0) = @{ $expected{0} };
+my ($key1) = @{ $expected{1} };
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour', cost => 2)"),
+	't', "shard 1's key spends its two tokens");
+
+$shards[1]->stop;
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1', 2, '1 hour')\$\$)"),
+	qr/^08001: shard 1 of the router is unreachable$/,
+	"a call for a key of the stopped shard fails with 08001 naming it");
+my ($ret, $out, $err) = $router->psql('router', "SELECT fw_limit('down', '$key1', 2, '1 hour')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  08001: shard 1 of the router is unreachable\nDETAIL:  The shard connects with "host=.* dbname=fw"\. PL\/Proxy function .*PQconnect/,
+	'the error says how the shard is reached and what PL/Proxy saw');
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key0', 2, '1 hour')"),
+	't', 'keys of the other shards are served');
+is($router->safe_psql('router', "SELECT fw_shard('down', '$key0', 3) <> 1"), 't', '(that key is not on shard 1)');
+like($router->safe_psql('router', "SELECT try('SELECT count(*) FROM fw_counters')"),
+	qr/^08001: shard 1 of the router is unreachable$/, 'fw_counters names the lost shard');
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_refund('down', '$key1', 2, '1 hour')\$\$)"),
+	qr/^08001: shard 1 /, 'a refund fails too');
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_define('other', 1, '1 hour')\$\$)"),
+	qr/^08001: shard 1 /, 'a definition fails naming the shard');
+
+$router->safe_psql('router', 'UPDATE fw_router SET fail_open = true');
+($ret, $out, $err) = $router->psql('router',
+	"SELECT ok, remaining IS NULL FROM fw_limit('down', '$key1', 2, '1 hour')");
+is($out, 't|t', 'with fail_open the call is allowed, remaining unknown');
+like($err, qr/WARNING:  shard 1 of the router is unreachable: its keys are allowed uncounted/,
+	'with a warning');
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_refund('down', '$key1', 2, '1 hour')\$\$)"),
+	qr/^08001: /, 'fail_open admits calls, it does not pretend refunds');
+$router->safe_psql('router', 'UPDATE fw_router SET fail_open = false');
+
+$shards[1]->start;
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour')"),
+	'f', 'the shard is back without touching the router, with its counter (a clean restart keeps them)');
+is($router->safe_psql('router', "SELECT count(*) FROM fw_counters WHERE name = 'down'"),
+	'2', 'fw_counters gathers every shard again');
+# the definition that failed reached shard 0 only; repeating it completes it
+is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'other'"),
+	'{0}', 'fw_policies shows which shards a failed definition reached');
+$router->safe_psql('router', "SELECT fw_define('other', 1, '1 hour')");
+is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'other'"),
+	'{0,1,2}', 'repeating the definition completes it');
+
+# -- resharding from 3 to 6 shards ------------------------------------------
+
+# Keys of 'move' spend their whole window before the change.
+$router->safe_psql('router', q{
+	SELECT fw_define('move', 3, '1 hour');
+	SELECT fw_define('flow', 1000000000, '1 hour');
+	SELECT count(*) FROM generate_series(1, 1000) AS g WHERE (fw_limit('move', 'k' || g, 3)).ok});
+my @moved = grep { shard_of('move', $_, 6) != shard_of('move', $_, 3) } @keys;
+is(scalar(grep { my $s = shard_of('move', $_, 6); $s != shard_of('move', $_, 3) && $s != shard_of('move', $_, 3) + 3 } @keys),
+	0, 'from 3 to 6 shards a key on shard s stays or goes to s + 3');
+cmp_ok(scalar(@moved), '>', 400, 'about half the keys move (more than 400 of 1,000)');
+cmp_ok(scalar(@moved), '<', 600, 'about half the keys move (fewer than 600 of 1,000)');
+
+# The new shards: a database on each server (on new machines in production),
+# with the definitions copied from a shard before they take keys.
+foreach my $i (0 .. 2)
+{
+	$shards[$i]->safe_psql('postgres', 'CREATE DATABASE fw_b');
+	$shards[$i]->safe_psql('fw_b', 'CREATE EXTENSION fixed_window');
+	my $dump = '';
+	IPC::Run::run([ 'pg_dump', '--data-only', '--table=fw_policy', '--table=fw_override',
+			'-h', $shards[0]->host, '-p', $shards[0]->port, 'fw' ], '>', \$dump)
+	  or die "pg_dump failed";
+	$shards[$i]->safe_psql('fw_b', $dump);
+}
+
+# The change, while 8 sessions call through the router.
+my $script = $router->basedir . '/flow.sql';
+PostgreSQL::Test::Utils::append_to_file($script,
+	"\\set k random(1, 1000)\nSELECT (fw_limit('flow', 'k' || :k)).ok;\n");
+my ($bench_out, $bench_err) = ('', '');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '--no-vacuum', '--client=8', '--jobs=2', '--time=4', '--file', $script,
+	  '-h', $router->host, '-p', $router->port, 'router' ],
+	'>', \$bench_out, '2>', \$bench_err);
+$router->poll_query_until('router', "SELECT count(*) > 0 FROM fw_stats WHERE name = 'flow'")
+  or die "pgbench did not start: $bench_err";
+$router->safe_psql('router', qq{
+ALTER SERVER fw_shards OPTIONS (
+    ADD p3 '@{[ connstr($shards[0], 'fw_b') ]}',
+    ADD p4 '@{[ connstr($shards[1], 'fw_b') ]}',
+    ADD p5 '@{[ connstr($shards[2], 'fw_b') ]}')});
+$bench->finish;
+is($bench->result(0), 0, 'pgbench through the router ran on across the change');
+like($bench_out, qr/processed: [1-9]/, 'and made calls');
+unlike($bench_err, qr/ERROR|abort/i, 'no call failed');
+is($router->safe_psql('router', q{
+	SELECT count(DISTINCT shard) FILTER (WHERE shard >= 3) FROM fw_counters WHERE name = 'flow'}),
+	'3', 'after the change calls reached the new shards');
+is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'move'"),
+	'{0,1,2,3,4,5}', 'every shard, old and new, holds the definitions');
+
+# After the change: a moved key starts fresh (its window's rate again, at most
+# one window of over-admission); a key that stayed keeps its spent counter.
+is($router->safe_psql('router', q{
+	SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, 1000) AS g
+	WHERE (fw_limit('move', 'k' || g, 3)).ok}),
+	join(',', sort { $a <=> $b } map { substr($_, 1) } @moved),
+	'exactly the moved keys are allowed again, the others stay denied');
+is($router->safe_psql('router', q{
+	SELECT count(*) FROM generate_series(1, 1000) AS g WHERE (fw_limit('move', 'k' || g)).ok}),
+	'0', 'and a moved key then holds its new window: at most twice the rate in the window of the change');
+
+foreach my $node ($router, @shards) { $node->stop; }
+done_testing();

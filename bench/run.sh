@@ -21,7 +21,7 @@ CLIENT_COUNTS=${BENCH_CLIENTS:-"8 32"}
 REDIS_PORT=${BENCH_REDIS_PORT:-6399}
 KEYS=10000
 
-fw_base_packages redis-server redis-tools
+fw_base_packages redis-server redis-tools "postgresql-$FW_PG_MAJOR-plproxy"
 fw_build_install
 
 dir=$(fw_private_dir)
@@ -42,6 +42,15 @@ fw_cluster_start "$dir" \
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" \
     -c "SELECT fw_define('policy1', 1000000000, '1 hour')" \
     -c "SELECT fw_define('policy2', 1000000000, '1 hour'), fw_define('policy2', 1000000000, '1 minute')" >/dev/null
+
+# The router (fixed_window_proxy) in a second database of the same server,
+# with one shard: this database, reached over the Unix socket.  Calls through
+# it pay the hop (the router's backend, PL/Proxy, a second connection) that a
+# router on its own machine would, on the same two cores.
+fw_as_user psql -X -q -c "CREATE DATABASE router" >/dev/null
+fw_as_user psql -X -q -d router -c "CREATE EXTENSION fixed_window_proxy CASCADE" \
+    -c "CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (p0 'host=$dir port=5499 dbname=postgres')" \
+    -c "CREATE USER MAPPING FOR PUBLIC SERVER fw_shards" >/dev/null
 
 fw_log "starting redis-server on 127.0.0.1:$REDIS_PORT"
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -68,6 +77,12 @@ write_script policy_one "\\set k random(1, $KEYS)
 SELECT (fw_limit('policy1', :k::text)).ok;"
 write_script policy_two "\\set k random(1, $KEYS)
 SELECT (fw_limit('policy2', :k::text)).ok;"
+# Through the router: the same call as shmem_random, and the same hop with
+# SELECT 1 on the shard in place of fw_limit.
+write_script router_random "\\set k random(1, $KEYS)
+SELECT (fw_limit('bench', :k::text, 1000000000, '1 hour')).ok;"
+write_script router_select1 "\\set k random(1, $KEYS)
+SELECT fw_route_ping('bench', :k::text);"
 write_script shmem_random_row "\\set k random(1, $KEYS)
 SELECT * FROM fw_limit('bench', :k::text, 1000000000, '1 hour');"
 write_script recipe_random "\\set k random(1, $KEYS)
@@ -94,12 +109,13 @@ tps() {
                 awk -F'"' 'NR == 2 {print $4}'
             ;;
         *)
-            local storage=shmem
+            local storage=shmem db=postgres
             [[ $row = table_* ]] && storage=table
+            [[ $row = router_* ]] && db=router
             # a failed run shows why: pgbench's errors, then the server's
             if ! PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
                 pgbench -n -M prepared -c "$clients" -j 2 -T "$SECONDS_PER_RUN" \
-                -f "$scripts/$row.sql" >"$dir/pgbench.out" 2>&1; then
+                -f "$scripts/$row.sql" "$db" >"$dir/pgbench.out" 2>&1; then
                 grep -v '^progress' "$dir/pgbench.out" | tail -n 20 >&2
                 tail -n 20 "$dir/server.log" >&2
                 return 0
@@ -117,7 +133,7 @@ query_ms() {
         psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param shmem_random policy_one policy_two shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+TPS_ROWS="select1 param shmem_random policy_one policy_two router_random router_select1 shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
 BULK_ROWS="bulk_hashtext bulk_shmem bulk_table"
 
 declare -A samples
@@ -158,6 +174,8 @@ label() {
         shmem_random) echo 'fw_limit, shared memory, 10,000 random keys' ;;
         policy_one) echo 'named fw_limit, one-window policy, shared memory, 10,000 random keys' ;;
         policy_two) echo 'named fw_limit, two-window policy, shared memory, 10,000 random keys' ;;
+        router_random) echo 'fw_limit through the router (PL/Proxy, one shard), 10,000 random keys' ;;
+        router_select1) echo '`SELECT 1` on the shard through the same router' ;;
         shmem_random_row) echo 'the same, all four columns: `SELECT * FROM fw_limit(...)`' ;;
         shmem_hot) echo 'fw_limit, shared memory, one hot key' ;;
         table_random) echo 'fw_limit, table, 10,000 random keys' ;;
@@ -211,6 +229,22 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
     line="| two-window policy / one-window policy |"
     for clients in $CLIENT_COUNTS; do
         line+=" $(printf '%.0f' "$(med "policy_two.$clients")") | $(ratio "$(med "policy_two.$clients")" "$(med "policy_one.$clients")") |"
+    done
+    echo "$line"
+    echo
+    header="| through the router |"; rule="|---|"
+    for clients in $CLIENT_COUNTS; do
+        header+=" TPS, $clients clients | ratio |"; rule+="---:|---:|"
+    done
+    echo "$header"; echo "$rule"
+    line="| fw_limit through the router / fw_limit called directly |"
+    for clients in $CLIENT_COUNTS; do
+        line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "shmem_random.$clients")") |"
+    done
+    echo "$line"
+    line="| fw_limit through the router / \`SELECT 1\` through the router |"
+    for clients in $CLIENT_COUNTS; do
+        line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "router_select1.$clients")") |"
     done
     echo "$line"
     echo

@@ -15,7 +15,7 @@
 # copy of the tree, since PostgreSQL refuses to run as root.
 source "$(dirname "$0")/lib.sh"
 
-fw_base_packages python3
+fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy"
 fw_build_install
 
 work=$(fw_private_dir)

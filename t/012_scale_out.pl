@@ -31,7 +31,7 @@ BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
   unless -f "$pkglibdir/plproxy.so";
 
 my $seconds = 7;
-my $hot_rate = 100;
+my $hot_rate = 1000;
 my $keys_rate = 2;
 
 # The shard of (name, key) among n, as an application computes it.
@@ -130,14 +130,14 @@ $router->safe_psql('router', q{
 SELECT fw_define('per_key', 2, '1 second', comment => 'load test');
 CREATE UNLOGGED TABLE calls (run text, key text, ok boolean,
     t0 timestamptz, t1 timestamptz, reset_after interval);
-CREATE FUNCTION load_call(run text, k text) RETURNS void
+CREATE FUNCTION load_call(run text, k text, rate integer) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     t0 timestamptz := clock_timestamp();
     r fw_result;
 BEGIN
     IF run = 'hot' THEN
-        r := fw_limit('hot', k, 100, '1 second');
+        r := fw_limit('hot', k, rate, '1 second');
     ELSE
         r := fw_limit('per_key', k);
     END IF;
@@ -181,7 +181,7 @@ foreach my $case ([ 'hot', $hot_rate, "'hot'" ], [ 'keys', $keys_rate, "'k' || :
 		{
 			"012_$run" => qq{
 	\\set k random(1, 1000)
-	SELECT load_call('$run', $key);
+	SELECT load_call('$run', $key, $rate);
 	}
 		},
 		'router');

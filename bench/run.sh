@@ -83,6 +83,10 @@ write_script router_random "\\set k random(1, $KEYS)
 SELECT (fw_limit('bench', :k::text, 1000000000, '1 hour')).ok;"
 write_script router_select1 "\\set k random(1, $KEYS)
 SELECT fw_route_ping('bench', :k::text);"
+# The router's hop alone, without its fault handling (a PL/pgSQL exception
+# block, that is a subtransaction, around each call).
+write_script router_unguarded "\\set k random(1, $KEYS)
+SELECT (fw_route_limit('bench', :k::text, 1000000000, '1 hour', '1970-01-01 00:00:00+00', 1, NULL)).ok;"
 write_script shmem_random_row "\\set k random(1, $KEYS)
 SELECT * FROM fw_limit('bench', :k::text, 1000000000, '1 hour');"
 write_script recipe_random "\\set k random(1, $KEYS)
@@ -133,8 +137,42 @@ query_ms() {
         psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param shmem_random policy_one policy_two router_random router_select1 shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+TPS_ROWS="select1 param shmem_random policy_one policy_two router_random router_unguarded router_select1 shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
 BULK_ROWS="bulk_hashtext bulk_shmem bulk_table"
+
+# CPU per call on each side of the router's hop: the router's backends (the
+# pgbench sessions' own) and the shard's backends (PL/Proxy's connections),
+# from /proc, over one pgbench run of router_random with 8 clients.
+backend_ticks() {
+    local pids
+    pids=$(fw_as_user psql -X -At -d router -c \
+        "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+    local total=0 p
+    for p in $pids; do
+        [ -r "/proc/$p/stat" ] && total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    done
+    echo "$total"
+}
+router_cpu_split() {
+    local hz r0 s0 r1 s1 c0 c1 bench_pid
+    hz=$(getconf CLK_TCK)
+    # a long run, stopped once measured
+    fw_as_user pgbench -n -M prepared -c 8 -j 2 -T 600 \
+        -f "$scripts/router_random.sql" router >/dev/null 2>&1 &
+    bench_pid=$!
+    until [ "$(fw_as_user psql -X -At -d router -c "SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND backend_type = 'client backend'")" -ge 8 ]; do
+        sleep 0.2
+    done
+    r0=$(backend_ticks router); s0=$(backend_ticks postgres)
+    c0=$(fw_as_user psql -X -At -c "SELECT calls FROM fw_stats WHERE name = 'bench'")
+    sleep "$SECONDS_PER_RUN"
+    r1=$(backend_ticks router); s1=$(backend_ticks postgres)
+    c1=$(fw_as_user psql -X -At -c "SELECT calls FROM fw_stats WHERE name = 'bench'")
+    pkill -INT -x pgbench || true        # the only pgbench running now
+    wait "$bench_pid" || true
+    awk -v r=$((r1 - r0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v hz="$hz" \
+        'BEGIN {printf "%.1f %.1f %d\n", r * 1e6 / hz / c, s * 1e6 / hz / c, c}'
+}
 
 declare -A samples
 fw_log "warming up"
@@ -160,6 +198,9 @@ for run in $(seq "$RUNS"); do
 done
 med() { printf '%s\n' ${samples[$1]} | median; }
 
+fw_log "CPU per call on each side of the router"
+read -r cpu_router cpu_shard cpu_calls <<<"$(router_cpu_split)"
+
 # Memory: shared memory per counter slot, and table bytes per live key.
 shmem_bytes=$(fw_as_user psql -X -At -c "SELECT allocated_size FROM pg_shmem_allocations WHERE name = 'fixed_window'")
 max_counters=$(fw_as_user psql -X -At -c "SHOW fixed_window.max_counters")
@@ -175,6 +216,7 @@ label() {
         policy_one) echo 'named fw_limit, one-window policy, shared memory, 10,000 random keys' ;;
         policy_two) echo 'named fw_limit, two-window policy, shared memory, 10,000 random keys' ;;
         router_random) echo 'fw_limit through the router (PL/Proxy, one shard), 10,000 random keys' ;;
+        router_unguarded) echo 'the same without the router'"'"'s fault handling (`fw_route_limit`)' ;;
         router_select1) echo '`SELECT 1` on the shard through the same router' ;;
         shmem_random_row) echo 'the same, all four columns: `SELECT * FROM fw_limit(...)`' ;;
         shmem_hot) echo 'fw_limit, shared memory, one hot key' ;;
@@ -247,6 +289,15 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
         line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "router_select1.$clients")") |"
     done
     echo "$line"
+    line="| fw_limit through the router / the same without fault handling |"
+    for clients in $CLIENT_COUNTS; do
+        line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "router_unguarded.$clients")") |"
+    done
+    echo "$line"
+    echo
+    echo "CPU per call through the router, 8 clients, $SECONDS_PER_RUN s ($cpu_calls calls), from /proc:" \
+         "the router's backends $cpu_router µs, the shard's backends $cpu_shard µs" \
+         "(the rest of the machine's time goes to pgbench and the kernel)."
     echo
     echo "| one query, 1,000,000 calls over 100,000 keys | ms | x hashtext() |"
     echo "|---|---:|---:|"

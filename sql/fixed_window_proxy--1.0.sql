@@ -33,7 +33,9 @@ CREATE TYPE fw_window_result AS (
 -- The router's one setting.  A table rather than a configuration parameter:
 -- the router loads no library of its own, and a parameter without one could
 -- be set by any role, which would let it escape its limits while a shard is
--- down.  Only the table's owner (a superuser) may change it.
+-- down.  Only the table's owner (a superuser) may change it.  It is not
+-- dumped (its row is created with the extension, so a dumped row would clash
+-- on restore): a restored router fails closed until told otherwise.
 CREATE TABLE fw_router (
     onerow boolean PRIMARY KEY DEFAULT true CHECK (onerow),
     fail_open boolean NOT NULL DEFAULT false
@@ -41,7 +43,6 @@ CREATE TABLE fw_router (
 INSERT INTO fw_router DEFAULT VALUES;
 REVOKE ALL ON fw_router FROM PUBLIC;
 GRANT SELECT ON fw_router TO PUBLIC;
-SELECT pg_catalog.pg_extension_config_dump('fw_router', '');
 
 COMMENT ON TABLE fw_router IS
 'settings of the router: fail_open: when a shard is unreachable, fw_limit and fw_check of its keys answer ok with a warning instead of failing with SQLSTATE 08001 or 08006';
@@ -143,7 +144,14 @@ END $$;
 -- Faults.  PL/Proxy reports a shard it cannot reach as an internal error
 -- (XX000) whose message names the libpq step that failed; errors raised on
 -- a shard come back with their own SQLSTATE and are never taken for this.
-CREATE FUNCTION fw_shard_down(shard integer, message text, may_fail_open boolean)
+-- Nor is a connection the shard refused to this role (a FATAL error such as
+-- a failed login, a database or role setting that breaks its start, too
+-- many connections): the router connects as the caller, so a role could
+-- cause those on purpose, and with fail_open they would admit it uncounted.
+-- Only a shard that does not answer, or answers that it is starting, in
+-- recovery or shutting down, is lost.
+CREATE FUNCTION fw_shard_down(shard integer, message text, may_fail_open boolean,
+                              for_key boolean DEFAULT true)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -151,38 +159,54 @@ DECLARE
     step text := substring(message FROM
         '^PL/Proxy function [^:]*: (\[[^]]*\] (PQconnectStart|PQconnectPoll|PQsendQuery|PQsendQueryParams|PQflush|PQconsumeInput)|connect timeout|query timeout)');
     db text := substring(message FROM '^PL/Proxy function [^:]*: \[([^]]*)\]');
+    said text := regexp_replace(btrim(message, E' \n'), '\s*\n\s*', ' ', 'g');
     connstr text;
     last_warning timestamptz;
 BEGIN
-    IF step IS NULL THEN
+    IF step IS NULL
+       OR (message ~ 'FATAL:' AND message !~ 'FATAL:\s+(the database system is|terminating connection)') THEN
         RETURN false;               -- not a lost shard: the caller raises it again
     END IF;
     IF shard IS NULL THEN           -- a call to every shard: find which is lost
         shard := @extschema@.fw_first_lost_shard();
     END IF;
     SELECT l.connstr INTO connstr FROM @extschema@.fw_shard_list() AS l WHERE l.shard = fw_shard_down.shard;
-    IF may_fail_open AND (SELECT r.fail_open FROM @extschema@.fw_router AS r) THEN
-        -- at most one warning a minute per session, as fixed_window does
-        last_warning := nullif(current_setting('fixed_window_proxy.last_warning', true), '')::timestamptz;
-        IF last_warning IS NULL OR last_warning < clock_timestamp() - interval '1 minute' THEN
+    IF may_fail_open AND coalesce((SELECT r.fail_open FROM @extschema@.fw_router AS r), false) THEN
+        -- at most one warning a minute per session, as fixed_window does; the
+        -- session's own record of it is only trusted when it is in the past
+        BEGIN
+            last_warning := nullif(current_setting('fixed_window_proxy.last_warning', true), '')::timestamptz;
+        EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+            last_warning := NULL;
+        END;
+        IF last_warning IS NULL OR last_warning > clock_timestamp()
+           OR last_warning < clock_timestamp() - interval '1 minute' THEN
             PERFORM set_config('fixed_window_proxy.last_warning', clock_timestamp()::text, false);
             RAISE WARNING 'shard % of the router is unreachable: its keys are allowed uncounted', shard
-                USING DETAIL = format('The shard connects with "%s". %s', connstr, rtrim(message, E'\n')),
-                      HINT = 'fail_open is set in fw_router; this warning repeats at most once a minute per session.';
+                USING DETAIL = format('The shard connects with "%s". PL/Proxy reported: %s', connstr, said),
+                      HINT = 'The router''s fail_open setting is on (see fw_router). This warning repeats at most once a minute per session.';
         END IF;
         RETURN true;
     END IF;
     RAISE EXCEPTION 'shard % of the router is unreachable', coalesce(shard::text, '"' || db || '"')
         USING ERRCODE = CASE WHEN message ~ 'PQconnect|connect timeout' THEN 'sqlclient_unable_to_establish_sqlconnection'
                              ELSE 'connection_failure' END,
-              DETAIL = format('The shard connects with "%s". %s', coalesce(connstr, 'dbname=' || db), rtrim(message, E'\n')),
-              HINT = CASE WHEN may_fail_open
-                          THEN 'Keys of the other shards are served. To admit this shard''s keys uncounted while it is down, UPDATE fw_router SET fail_open = true.'
+              DETAIL = format('The shard connects with "%s". PL/Proxy reported: %s', coalesce(connstr, 'dbname=' || db), said),
+              HINT = CASE WHEN NOT for_key THEN 'Repeat the call when the shard is back.'
+                          WHEN may_fail_open
+                          THEN 'Keys of the other shards are served. To admit this shard''s keys uncounted while it is down, a superuser can UPDATE fw_router SET fail_open = true.'
                           ELSE 'Keys of the other shards are served. Repeat the call when the shard is back.' END;
 END $$;
 
-COMMENT ON FUNCTION fw_shard_down(integer, text, boolean) IS
-'whether message is PL/Proxy losing a shard; if so raises SQLSTATE 08001 or 08006 naming the shard (NULL: the first that does not answer), unless may_fail_open and fw_router.fail_open, then warns and returns true';
+COMMENT ON FUNCTION fw_shard_down(integer, text, boolean, boolean) IS
+'whether message is PL/Proxy losing a shard; if so raises SQLSTATE 08001 or 08006 naming the shard (NULL: the first that does not answer), unless may_fail_open and fw_router.fail_open, then warns and returns true; for_key: the call was for one key, so other keys are served';
+
+-- fw_shard_down for the shard of (name, key).
+CREATE FUNCTION fw_key_down(name text, key text, message text, may_fail_open boolean)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+RETURN @extschema@.fw_shard_down(@extschema@.fw_shard(name, key, @extschema@.fw_shard_count()),
+                                 message, may_fail_open);
 
 -- Calls routed to the shard of (name, key).  Internal: the functions below
 -- of the extension's own names add the handling of faults.
@@ -301,7 +325,7 @@ AS $$
 BEGIN
     RETURN @extschema@.fw_route_limit($1, $2, $3, $4, $5, $6, $7);
 EXCEPTION WHEN internal_error THEN
-    IF NOT @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, true) THEN
+    IF NOT @extschema@.fw_key_down($1, $2, SQLERRM, true) THEN
         RAISE;
     END IF;
     RETURN ROW(true, NULL, NULL, NULL)::@extschema@.fw_result;
@@ -324,7 +348,7 @@ AS $$
 BEGIN
     RETURN @extschema@.fw_route_check($1, $2, $3, $4, $5, $6, $7);
 EXCEPTION WHEN internal_error THEN
-    IF NOT @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, true) THEN
+    IF NOT @extschema@.fw_key_down($1, $2, SQLERRM, true) THEN
         RAISE;
     END IF;
     RETURN ROW(true, NULL, NULL, NULL)::@extschema@.fw_result;
@@ -340,7 +364,7 @@ AS $$
 BEGIN
     RETURN @extschema@.fw_route_limit($1, $2, $3);
 EXCEPTION WHEN internal_error THEN
-    IF NOT @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, true) THEN
+    IF NOT @extschema@.fw_key_down($1, $2, SQLERRM, true) THEN
         RAISE;
     END IF;
     RETURN ROW(true, NULL, NULL, NULL)::@extschema@.fw_result;
@@ -356,7 +380,7 @@ AS $$
 BEGIN
     RETURN @extschema@.fw_route_check($1, $2, $3);
 EXCEPTION WHEN internal_error THEN
-    IF NOT @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, true) THEN
+    IF NOT @extschema@.fw_key_down($1, $2, SQLERRM, true) THEN
         RAISE;
     END IF;
     RETURN ROW(true, NULL, NULL, NULL)::@extschema@.fw_result;
@@ -372,7 +396,7 @@ AS $$
 BEGIN
     RETURN QUERY SELECT * FROM @extschema@.fw_route_limit_windows($1, $2, $3);
 EXCEPTION WHEN internal_error THEN
-    IF NOT @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, true) THEN
+    IF NOT @extschema@.fw_key_down($1, $2, SQLERRM, true) THEN
         RAISE;
     END IF;
     RETURN NEXT ROW(NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, NULL, NULL)::@extschema@.fw_window_result;
@@ -388,7 +412,7 @@ AS $$
 BEGIN
     RETURN QUERY SELECT * FROM @extschema@.fw_route_check_windows($1, $2, $3);
 EXCEPTION WHEN internal_error THEN
-    IF NOT @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, true) THEN
+    IF NOT @extschema@.fw_key_down($1, $2, SQLERRM, true) THEN
         RAISE;
     END IF;
     RETURN NEXT ROW(NULL, NULL, NULL, NULL, true, NULL, NULL, NULL, NULL, NULL)::@extschema@.fw_window_result;
@@ -405,7 +429,7 @@ AS $$
 BEGIN
     RETURN @extschema@.fw_route_refund($1, $2, $3);
 EXCEPTION WHEN internal_error THEN
-    PERFORM @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, false);
+    PERFORM @extschema@.fw_key_down($1, $2, SQLERRM, false);
     RAISE;
 END $$;
 
@@ -426,7 +450,7 @@ AS $$
 BEGIN
     RETURN @extschema@.fw_route_refund($1, $2, $3, $4, $5, $6, $7);
 EXCEPTION WHEN internal_error THEN
-    PERFORM @extschema@.fw_shard_down(@extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()), SQLERRM, false);
+    PERFORM @extschema@.fw_key_down($1, $2, SQLERRM, false);
     RAISE;
 END $$;
 
@@ -503,7 +527,7 @@ BEGIN
                 END IF;
                 answers := answers || NULL::integer;
             WHEN internal_error THEN
-                PERFORM @extschema@.fw_shard_down(s, SQLERRM, false);
+                PERFORM @extschema@.fw_shard_down(s, SQLERRM, false, false);
                 RAISE;
         END;
     END LOOP;
@@ -596,7 +620,7 @@ BEGIN
 EXCEPTION WHEN internal_error THEN
     PERFORM @extschema@.fw_shard_down(CASE WHEN $2 IS NOT NULL
                                            THEN @extschema@.fw_shard($1, $2, @extschema@.fw_shard_count()) END,
-                                      SQLERRM, false);
+                                      SQLERRM, false, $2 IS NOT NULL);
     RAISE;
 END $$;
 
@@ -610,7 +634,7 @@ AS $$
 BEGIN
     RETURN (SELECT coalesce(sum(n), 0)::bigint FROM @extschema@.fw_route_all_gc() AS n);
 EXCEPTION WHEN internal_error THEN
-    PERFORM @extschema@.fw_shard_down(NULL, SQLERRM, false);
+    PERFORM @extschema@.fw_shard_down(NULL, SQLERRM, false, false);
     RAISE;
 END $$;
 
@@ -624,7 +648,7 @@ AS $$
 BEGIN
     PERFORM count(*) FROM @extschema@.fw_route_all_stats_reset();
 EXCEPTION WHEN internal_error THEN
-    PERFORM @extschema@.fw_shard_down(NULL, SQLERRM, false);
+    PERFORM @extschema@.fw_shard_down(NULL, SQLERRM, false, false);
     RAISE;
 END $$;
 
@@ -711,7 +735,7 @@ BEGIN
     RETURN QUERY EXECUTE format('SELECT * FROM %I.%I($1)', '@extschema@', 'fw_route_' || kind)
         USING shards;
 EXCEPTION WHEN internal_error THEN
-    PERFORM @extschema@.fw_shard_down(NULL, SQLERRM, false);
+    PERFORM @extschema@.fw_shard_down(NULL, SQLERRM, false, false);
     RAISE;
 END $$;
 
@@ -755,11 +779,12 @@ GRANT SELECT ON fw_overrides TO PUBLIC;
 COMMENT ON VIEW fw_overrides IS
 'fixed_window''s fw_overrides of every shard, a row per distinct override with the shards holding it';
 
--- Who may do what is decided on the shards: a role reaches them as the role
--- of its user mapping, and their grants apply as if it had connected.  The
--- router refuses early what fixed_window refuses to PUBLIC: definitions and
--- resets are for superusers and roles granted EXECUTE (here and on the
--- shards); the calls, the views and the routing hash are for everyone.
+-- Who may do what: a role reaches the shards as the role of its user mapping,
+-- and their grants apply as if it had connected.  The router refuses to
+-- PUBLIC what fixed_window refuses, definitions and resets, and the internal
+-- functions that reach the shards for them, so that it holds even when many
+-- roles map to one shard role; the calls, the views and the routing hash are
+-- for everyone.
 REVOKE ALL ON FUNCTION
     fw_define(text, integer, interval, timestamptz, integer, boolean, text),
     fw_undefine(text, interval),
@@ -768,5 +793,11 @@ REVOKE ALL ON FUNCTION
     fw_unoverride(text, text, interval),
     fw_reset(text, text),
     fw_gc(),
-    fw_stats_reset()
+    fw_stats_reset(),
+    fw_each_shard(text, text, text, integer, interval, timestamptz, integer, boolean, text),
+    fw_route_definition(integer, text, text, text, integer, interval, timestamptz, integer, boolean, text),
+    fw_route_reset(text, text),
+    fw_route_all_reset(text),
+    fw_route_all_gc(),
+    fw_route_all_stats_reset()
 FROM PUBLIC;

@@ -70,8 +70,20 @@ $router->init;
 $router->append_conf('postgresql.conf', 'max_connections = 40');
 $router->start;
 $router->safe_psql('postgres', 'CREATE DATABASE router');
-$router->safe_psql('router', qq{
+$router->safe_psql('router', q{
 CREATE EXTENSION fixed_window_proxy CASCADE;
+-- what a call raised, as SQLSTATE: message
+CREATE FUNCTION try(statement text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE statement;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+});
+is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('api', 'k', 1, '1 hour')\$\$)"),
+	'42704: the router has no shards', 'a router without the server fw_shards says so');
+$router->safe_psql('router', qq{
 CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
     modular_mapping '1',
     p0 '@{[ connstr($shards[0], 'fw') ]}',
@@ -79,14 +91,6 @@ CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
     p2 '@{[ connstr($shards[2], 'fw') ]}');
 CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
 GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
--- what a call raised, as SQLSTATE: message
-CREATE FUNCTION try(statement text) RETURNS text LANGUAGE plpgsql AS \$\$
-BEGIN
-    EXECUTE statement;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END \$\$;
 });
 
 # -- routing ---------------------------------------------------------------
@@ -124,12 +128,26 @@ is($router->safe_psql('router', "SELECT calls, allowed, denied FROM fw_stats WHE
 like($router->safe_psql('router', "SELECT try('SELECT fw_shard(''a'', ''b'', 0)')"),
 	qr/^22023: shard count must be at least 1/, 'fw_shard refuses a count below 1');
 
+# An ordinary role reaches the shards as itself (the user mapping names no
+# user), so it must exist there too; the shards' grants apply.
+$_->safe_psql('postgres', 'CREATE ROLE app LOGIN') foreach ($router, @shards);
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('api', 'app-key', 5, '1 hour')", extra_params => [ '-U', 'app' ]),
+	't', 'an ordinary role calls through the router');
+is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_define('x', 1, '1 hour')\$\$)", extra_params => [ '-U', 'app' ]),
+	'42501: permission denied for function fw_define', 'but may not define policies');
+is($router->safe_psql('router', "SELECT try('UPDATE fw_router SET fail_open = true')", extra_params => [ '-U', 'app' ]),
+	'42501: permission denied for table fw_router', 'nor fail open');
+is($router->safe_psql('router', "SELECT count(*) FILTER (WHERE key IS NULL), count(*) FILTER (WHERE key = 'app-key') FROM fw_counters",
+		extra_params => [ '-U', 'app' ]),
+	'1000|1', "and sees its own keys only, as each shard shows it");
+
 # -- exactness under load, across real window boundaries -------------------
 
+# router and shards share the machine's clock, so the log names each call's
+# window as in t/007
+$router->safe_psql('router', slurp_file('t/window_log.sql'));
 $router->safe_psql('router', q{
 SELECT fw_define('per_key', 2, '1 second', comment => 'load test');
-CREATE UNLOGGED TABLE calls (run text, key text, ok boolean,
-    t0 timestamptz, t1 timestamptz, reset_after interval);
 CREATE FUNCTION load_call(run text, k text, rate integer) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -144,27 +162,6 @@ BEGIN
     INSERT INTO calls VALUES (run, k, r.ok, t0, clock_timestamp(), r.reset_after);
 END
 $$;
--- The window of each call (router and shards share the machine's clock): it
--- was judged between t0 and t1 and its window ended reset_after later, on a
--- whole second, which is unique while t1 - t0 is under a second.
-CREATE VIEW call_windows AS
-    SELECT run, key, ok, window_end,
-           window_end + 1 <= latest_end AS ambiguous,
-           window_end > latest_end AS inconsistent
-    FROM (SELECT run, key, ok,
-                 ceil(extract(epoch FROM t0 + reset_after)) AS window_end,
-                 extract(epoch FROM t1 + reset_after) AS latest_end
-          FROM calls) AS c;
-CREATE VIEW per_window AS
-    WITH runs AS (
-        SELECT run, extract(epoch FROM min(t0)) AS first_call,
-               extract(epoch FROM max(t1)) AS last_call
-        FROM calls GROUP BY run)
-    SELECT w.run, key, window_end,
-           count(*) FILTER (WHERE ok) AS allowed, count(*) AS calls,
-           window_end - 1 >= first_call AND window_end <= last_call AS full_window
-    FROM call_windows w JOIN runs USING (run)
-    GROUP BY w.run, key, window_end, first_call, last_call;
 });
 is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'per_key'"),
 	'{0,1,2}', 'a policy defined on the router is defined on every shard');
@@ -220,7 +217,7 @@ like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1
 	"a call for a key of the stopped shard fails with 08001 naming it");
 my ($ret, $out, $err) = $router->psql('router', "SELECT fw_limit('down', '$key1', 2, '1 hour')",
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($err, qr/ERROR:  08001: shard 1 of the router is unreachable\nDETAIL:  The shard connects with "host=.* dbname=fw"\. PL\/Proxy function .*PQconnect/,
+like($err, qr/ERROR:  08001: shard 1 of the router is unreachable\nDETAIL:  The shard connects with "host=.* dbname=fw"\. PL\/Proxy reported: PL\/Proxy function .*PQconnect/,
 	'the error says how the shard is reached and what PL/Proxy saw');
 is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key0', 2, '1 hour')"),
 	't', 'keys of the other shards are served');
@@ -245,6 +242,16 @@ $router->safe_psql('router', 'UPDATE fw_router SET fail_open = false');
 $shards[1]->start;
 is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour')"),
 	'f', 'the shard is back without touching the router, with its counter (a clean restart keeps them)');
+
+# A role that breaks its own connection to a shard (here a setting of its own
+# that makes its sessions fail to start) is refused, not taken for a lost
+# shard: with fail_open that would admit it uncounted.
+$router->safe_psql('router', 'UPDATE fw_router SET fail_open = true');
+$shards[1]->safe_psql('fw', "ALTER ROLE app IN DATABASE fw SET local_preload_libraries = 'nope'", extra_params => [ '-U', 'app' ]);
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1', 2, '1 hour')\$\$)", extra_params => [ '-U', 'app' ]),
+	qr/^XX000: PL\/Proxy function .*FATAL: .*nope/s, 'a connection the shard refuses to the role is an error even with fail_open');
+$shards[1]->safe_psql('fw', 'ALTER ROLE app IN DATABASE fw RESET local_preload_libraries');
+$router->safe_psql('router', 'UPDATE fw_router SET fail_open = false');
 is($router->safe_psql('router', "SELECT count(*) FROM fw_counters WHERE name = 'down'"),
 	'2', 'fw_counters gathers every shard again');
 # the definition that failed reached shard 0 only; repeating it completes it

@@ -232,6 +232,24 @@ label() {
     esac
 }
 
+# ratio_table TITLE "LABEL|ROW|BASE"...: each ROW's TPS and its ratio to BASE.
+ratio_table() {
+    local header="| $1 |" rule="|---|" spec label row base line clients
+    shift
+    for clients in $CLIENT_COUNTS; do
+        header+=" TPS, $clients clients | ratio |"; rule+="---:|---:|"
+    done
+    echo "$header"; echo "$rule"
+    for spec in "$@"; do
+        IFS='|' read -r label row base <<<"$spec"
+        line="| $label |"
+        for clients in $CLIENT_COUNTS; do
+            line+=" $(printf '%.0f' "$(med "$row.$clients")") | $(ratio "$(med "$row.$clients")" "$(med "$base.$clients")") |"
+        done
+        echo "$line"
+    done
+}
+
 pg_version=$(fw_as_user psql -X -At -c 'SHOW server_version')
 redis_version=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
@@ -258,42 +276,14 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
         echo "$line"
     done
     echo
-    header="| named policies |"; rule="|---|"
-    for clients in $CLIENT_COUNTS; do
-        header+=" TPS, $clients clients | ratio |"; rule+="---:|---:|"
-    done
-    echo "$header"; echo "$rule"
-    line="| one-window policy / the same call inline |"
-    for clients in $CLIENT_COUNTS; do
-        line+=" $(printf '%.0f' "$(med "policy_one.$clients")") | $(ratio "$(med "policy_one.$clients")" "$(med "shmem_random.$clients")") |"
-    done
-    echo "$line"
-    line="| two-window policy / one-window policy |"
-    for clients in $CLIENT_COUNTS; do
-        line+=" $(printf '%.0f' "$(med "policy_two.$clients")") | $(ratio "$(med "policy_two.$clients")" "$(med "policy_one.$clients")") |"
-    done
-    echo "$line"
+    ratio_table "named policies" \
+        "one-window policy / the same call inline|policy_one|shmem_random" \
+        "two-window policy / one-window policy|policy_two|policy_one"
     echo
-    header="| through the router |"; rule="|---|"
-    for clients in $CLIENT_COUNTS; do
-        header+=" TPS, $clients clients | ratio |"; rule+="---:|---:|"
-    done
-    echo "$header"; echo "$rule"
-    line="| fw_limit through the router / fw_limit called directly |"
-    for clients in $CLIENT_COUNTS; do
-        line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "shmem_random.$clients")") |"
-    done
-    echo "$line"
-    line="| fw_limit through the router / \`SELECT 1\` through the router |"
-    for clients in $CLIENT_COUNTS; do
-        line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "router_select1.$clients")") |"
-    done
-    echo "$line"
-    line="| fw_limit through the router / the same without fault handling |"
-    for clients in $CLIENT_COUNTS; do
-        line+=" $(printf '%.0f' "$(med "router_random.$clients")") | $(ratio "$(med "router_random.$clients")" "$(med "router_unguarded.$clients")") |"
-    done
-    echo "$line"
+    ratio_table "through the router" \
+        "fw_limit through the router / fw_limit called directly|router_random|shmem_random" \
+        "fw_limit through the router / \`SELECT 1\` through the router|router_random|router_select1" \
+        "fw_limit through the router / the same without fault handling|router_random|router_unguarded"
     echo
     echo "CPU per call through the router, 8 clients, $SECONDS_PER_RUN s ($cpu_calls calls), from /proc:" \
          "the router's backends $cpu_router µs, the shard's backends $cpu_shard µs" \

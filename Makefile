@@ -21,13 +21,14 @@ OBJS = \
 # A fresh install of the current version runs the same scripts an update
 # does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them.
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
-UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql
+UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
+	sql/fixed_window--1.1--1.2.sql
 DATA = sql/fixed_window--1.0.sql $(UPGRADES) sql/fixed_window_proxy--1.0.sql
 DATA_built = sql/fixed_window--$(EXTVERSION).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # Every test layer runs on throwaway clusters of its own.
-REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http
 REGRESS_TABLE = fw_table
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf

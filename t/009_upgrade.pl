@@ -2,7 +2,7 @@
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
 # statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
-# the default version of the control file (1.1).  After the update the
+# the default version of the control file (1.2).  After the update the
 # counters of both backends are still there and answer as before, the views
 # and admin functions work with their 1.0.1 behaviour, and every member
 # object, with its definition, privileges and comment, equals that of a fresh
@@ -10,7 +10,8 @@
 # database: named policies (fw_define, fw_limit(name, key)) on both backends,
 # next to the 1.0 inline counters, which answer as before; fw_counters' new
 # last column period (NULL for inline counters) and fw_stats' shadow_denied.
-# A second database takes the path one step at a time, 1.0 -> 1.0.1 -> 1.1,
+# Then 1.2's fw_headers in the updated database.
+# A second database takes the path one step at a time, 1.0 -> 1.0.1 -> 1.2,
 # with its counters kept, and ends with the objects of a fresh installation.
 use strict;
 use warnings;
@@ -31,12 +32,13 @@ $node->start;
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
-is($default, '1.1', 'the control file names 1.1 as the default version');
+is($default, '1.2', 'the control file names 1.2 as the default version');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
 		FROM pg_extension_update_paths('fixed_window')
-		WHERE target = '1.1' AND path IS NOT NULL}),
-	'1.0 1.0--1.0.1--1.1, 1.0.1 1.0.1--1.1', 'update paths to 1.1: from 1.0 through 1.0.1, and from 1.0.1');
+		WHERE target = '1.2' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1--1.2, 1.0.1 1.0.1--1.1--1.2, 1.1 1.1--1.2',
+	'update paths to 1.2: from 1.0 and 1.0.1 through 1.1, and from 1.1');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -236,6 +238,8 @@ like($fresh, qr/^function fw_displayable\(timestamp with time zone\)$/m, 'includ
 like($fresh, qr/HAVING sum\(s\.calls\) > 0::numeric/, 'and the 1.0.1 definition of fw_stats');
 like($fresh, qr/^function fw_define\(text,integer,interval,timestamp with time zone,integer,boolean,text\)$/m,
 	'and the 1.1 objects: fw_define');
+like($fresh, qr/^function fw_headers\(text,fw_window_result\[\]\)$/m, 'and the 1.2 objects: fw_headers');
+like($fresh, qr/^function fw_postgrest\(text,text,integer\)$/m, 'and fw_postgrest');
 like($fresh, qr/^table fw_policy$/m, 'the table fw_policy');
 like($fresh, qr/^table fw_override$/m, 'the table fw_override');
 like($fresh, qr/^view fw_policies$/m, 'the view fw_policies');
@@ -314,7 +318,13 @@ is($node->safe_psql($db, q{SELECT count(*) FROM fw_counters WHERE name = 'pol'})
 is($node->safe_psql($db, $named), 't/2,t/1,t/0,f/0', 'the key starts afresh');
 
 # ---------------------------------------------------------------------------
-# One step at a time: 1.0 -> 1.0.1 -> 1.1, with counters kept.
+# 1.2 in the updated database: the headers of an inline call's answer.
+is($node->safe_psql($db, q{
+	SELECT fw_headers(r, 5, '1 minute', 'api')->>'RateLimit'
+	FROM fw_check('headers', 'k', 5, '1 minute') AS r}),
+	'"api";r=5;t=60', '1.2: fw_headers in the updated database');
+
+# One step at a time: 1.0 -> 1.0.1 -> 1.2, with counters kept.
 # ---------------------------------------------------------------------------
 my $step = 'stepwise';
 $node->safe_psql('postgres', "CREATE DATABASE $step");

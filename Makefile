@@ -83,13 +83,23 @@ unit: unit/test_window
 # Includes among src/ files point down the layers only.
 check-layers:
 	bash $(srcdir)/scripts/check_layers.sh
+
+# The version lives in the control files; META.json (PGXN) must agree.
+check-version:
+	bash $(srcdir)/scripts/check_version.sh
+
+# The release archive PGXN takes: the committed tree, in one directory.
+DISTNAME = fixed_window-$(EXTVERSION).0
+dist: check-version
+	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ -o $(abspath $(DISTNAME).zip) HEAD
+	@echo "wrote $(DISTNAME).zip"
 else
 all:
 	@echo "PostgreSQL's server headers (PGXS) are missing: run 'make test' or 'make demo', which install them."
 	@false
 endif
 
-.PHONY: test demo bench unit check-layers installcheck-regress installcheck-isolation installcheck-tap \
+.PHONY: test demo bench unit check-layers check-version dist installcheck-regress installcheck-isolation installcheck-tap \
 	installcheck-regress-table installcheck-isolation-table
 
 # The quick-start commands set up whatever is missing, then run.

@@ -3,6 +3,7 @@
 #
 #   unit        C unit tests of the window arithmetic (no server)
 #   layers      includes among src/ files point down the layers only
+#   version     META.json says the versions of the control files
 #   regress     pg_regress, SQL behaviour, shared-memory counters
 #   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
@@ -38,6 +39,7 @@ layer() {
 
 layer unit unit
 layer layers check-layers
+layer version check-version
 layer regress installcheck-regress
 layer regress-table installcheck-regress-table
 layer isolation installcheck-isolation

@@ -9,6 +9,8 @@
  * privileges of pg_read_all_stats; other keys read as NULL, as
  * pg_stat_statements hides other roles' queries.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

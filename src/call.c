@@ -10,6 +10,8 @@
  * fw_identity_init_window); an exempt key's call spends nothing.  The
  * store decides all windows of a call at once (fw_apply).
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

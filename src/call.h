@@ -4,6 +4,8 @@
  *	  One call of a limit given inline or of a named policy: its windows,
  *	  applied to the store, and the answer.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_CALL_H

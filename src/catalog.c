@@ -4,6 +4,8 @@
  *	  Where the extension's own relations are: its schema, looked up in
  *	  pg_extension, never through search_path.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

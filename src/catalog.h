@@ -3,6 +3,8 @@
  * catalog.h
  *	  Where the extension's own relations are.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_CATALOG_H

@@ -6,6 +6,8 @@
  *	  as one version.  Only 15 is built and tested on this project's
  *	  machines; the other branches are written from each release's headers.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_COMPAT_H

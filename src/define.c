@@ -5,6 +5,8 @@
  *	  in C: checking a window's parameters, naming its period, and telling
  *	  every backend that the definitions changed.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -20,6 +20,8 @@
  *	identity.c settings.c		a call's counter and limit; settings, clock
  *	window.c					window and token arithmetic
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

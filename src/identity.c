@@ -4,6 +4,8 @@
  *	  A call's counter and limit: identities, their hashes, and the checks
  *	  every argument of a limit passes before any store sees it.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -7,6 +7,8 @@
  * The layer above the window arithmetic (window.h) and below the stores:
  * everything here is shared by both stores and by every SQL-callable file.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_IDENTITY_H

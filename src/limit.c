@@ -8,6 +8,8 @@
  * NULL argument where a value is required is an error, never a NULL
  * result, since "IF NOT (fw_limit(...)).ok" would read a NULL as allowed.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

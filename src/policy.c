@@ -21,6 +21,8 @@
  * privilege checks: callers need no privilege on them, and fw_override,
  * which holds keys, grants none to ordinary roles.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -4,6 +4,8 @@
  *	  Named policies: the definitions of fw_policy and fw_override, cached
  *	  in each backend.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_POLICY_H

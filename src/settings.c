@@ -3,6 +3,8 @@
  * settings.c
  *	  The settings every part of fixed_window reads, and its clock.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

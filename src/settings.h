@@ -5,6 +5,8 @@
  *
  * Settings that only the shared-memory store uses are defined there.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_SETTINGS_H

@@ -71,6 +71,8 @@
  * The postmaster reads the table without locks when it saves it at
  * shutdown: no backend is left then.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -3,6 +3,8 @@
  * shmem_store.h
  *	  Counters in shared memory, for a library in shared_preload_libraries.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_SHMEM_STORE_H

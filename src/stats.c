@@ -28,6 +28,8 @@
  * The statistics live in shared memory only: a restart or crash clears
  * them.  Calls answered from the table backend are counted in its rows.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

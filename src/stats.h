@@ -3,6 +3,8 @@
  * stats.h
  *	  Per-limit statistics of calls answered from shared memory.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_STATS_H

@@ -5,6 +5,8 @@
  *	  statistics, and turning every way a store can fail into an error (or,
  *	  with fixed_window.fail_open, an allowed call).
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

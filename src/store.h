@@ -3,6 +3,8 @@
  * store.h
  *	  Choosing the store of a call, and what every call's failure means.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_STORE_H

@@ -27,6 +27,8 @@
  * their 64-bit hashes collide, which only adds a short wait).
  * fw_check takes no lock and writes nothing.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -3,6 +3,8 @@
  * table_store.h
  *	  Counters in the extension's unlogged table, for any server.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_TABLE_STORE_H

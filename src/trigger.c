@@ -12,6 +12,8 @@
  * with the time to wait in the hint, so that applications can catch it.
  * Bad arguments are reported at the first row, naming the trigger.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

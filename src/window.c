@@ -18,6 +18,8 @@
  * This file has no dependency on the backend: it is compiled into the
  * extension and, with FRONTEND defined, into the unit tests.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FRONTEND

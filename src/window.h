@@ -9,6 +9,8 @@
  *
  * Times are PostgreSQL timestamps: microseconds since 2000-01-01 00:00 UTC.
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef FW_WINDOW_H

@@ -10,6 +10,8 @@
  *
  * Build and run: make unit
  *
+ * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"

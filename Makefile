@@ -71,6 +71,9 @@ installcheck-isolation-table:
 		$(ISOLATION_TABLE)
 installcheck-tap:
 	$(prove_installcheck)
+# The example HTTP service (Node.js) against a throwaway cluster, over HTTP.
+installcheck-service:
+	bash $(srcdir)/examples/service/test.sh
 
 # C unit tests of the window arithmetic: no server needed.
 unit/test_window: unit/test_window.c src/window.c src/window.h
@@ -99,7 +102,7 @@ all:
 	@false
 endif
 
-.PHONY: test demo bench unit check-layers check-version dist installcheck-regress installcheck-isolation installcheck-tap \
+.PHONY: test demo bench unit check-layers check-version dist installcheck-service installcheck-regress installcheck-isolation installcheck-tap \
 	installcheck-regress-table installcheck-isolation-table
 
 # The quick-start commands set up whatever is missing, then run.

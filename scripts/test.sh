@@ -11,12 +11,14 @@
 #   tap         TAP tests (PostgreSQL::Test::Cluster): load across window
 #               boundaries, restarts, crashes, a standby, full memory, and the
 #               property test against the Python reference model
+#   service     the example HTTP service (examples/service), driven over HTTP
 #
 # As root the tests run as the unprivileged "postgres" account in a private
 # copy of the tree, since PostgreSQL refuses to run as root.
 source "$(dirname "$0")/lib.sh"
 
 fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy"
+command -v node >/dev/null && command -v npm >/dev/null || fw_packages nodejs npm
 fw_build_install
 
 work=$(fw_private_dir)
@@ -45,6 +47,7 @@ layer regress-table installcheck-regress-table
 layer isolation installcheck-isolation
 layer isolation-table installcheck-isolation-table
 layer tap installcheck-tap
+layer service installcheck-service
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"
 echo "layers: $passed passed, $failed failed"

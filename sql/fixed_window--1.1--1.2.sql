@@ -145,12 +145,12 @@ DECLARE
     headers jsonb := @extschema@.fw_headers(name, windows);
     earlier text := nullif(current_setting('response.headers', true), '');
 BEGIN
-    IF headers ? 'Retry-After' THEN
+    IF EXISTS (SELECT FROM unnest(windows) AS w WHERE NOT w.ok AND NOT coalesce(w.shadow, false)) THEN
         RAISE SQLSTATE 'PGRST' USING
             MESSAGE = json_build_object(
                 'code', 'PT429',
                 'message', format('rate limit "%s" exceeded', name),
-                'details', format('The request may be repeated in %s seconds.', headers->>'Retry-After'),
+                'details', format('The request may be repeated in %s seconds.', coalesce(headers->>'Retry-After', 'some')),
                 'hint', NULL)::text,
             DETAIL = json_build_object('status', 429, 'headers', headers)::text;
     END IF;

@@ -27,14 +27,15 @@ DATA = sql/fixed_window--1.0.sql $(UPGRADES) sql/fixed_window_proxy--1.0.sql
 DATA_built = sql/fixed_window--$(EXTVERSION).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
-# Every test layer runs on throwaway clusters of its own.
+# The test suites.  Each runs two ways: "make test" runs test-* on throwaway
+# clusters of its own; "make installcheck" runs installcheck-* against the
+# server that PGHOST and PGPORT name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http
 REGRESS_TABLE = fw_table
-ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent
-REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/preload.conf
 ISOLATION = fw_concurrent
-ISOLATION_OPTS = --temp-instance=tmp_check_isolation --temp-config=$(srcdir)/test/preload.conf
+ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent
 TAP_TESTS = 1
+NO_INSTALLCHECK = 1
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
 	tmp_check_isolation_table output_table output_iso_table unit/test_window
 
@@ -53,27 +54,63 @@ sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 
-# The test layers one by one (make installcheck runs the last three).
-installcheck-regress:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
-installcheck-isolation:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
-
-# The same suites on the table backend, on a server without preload; plus
-# what only the table backend does.
-installcheck-regress-table:
-	$(pg_regress_installcheck) --temp-instance=tmp_check_regress_table \
-		--temp-config=$(srcdir)/test/table.conf --outputdir=output_table \
-		$(REGRESS) $(REGRESS_TABLE)
-installcheck-isolation-table:
-	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation_table \
-		--temp-config=$(srcdir)/test/table.conf --outputdir=output_iso_table \
-		$(ISOLATION_TABLE)
-installcheck-tap:
+# The suites on throwaway clusters (make test): shared memory on a server
+# that preloads the library; the table on one that does not, where storage
+# "auto" means the table, plus what only the table backend does.
+PRELOADED = --temp-config=$(srcdir)/test/preload.conf
+NOT_PRELOADED = --temp-config=$(srcdir)/test/table.conf
+test-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress \
+		$(PRELOADED) $(REGRESS)
+test-regress-table:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_table \
+		$(NOT_PRELOADED) --outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
+test-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation \
+		$(PRELOADED) $(ISOLATION)
+test-isolation-table:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_table \
+		$(NOT_PRELOADED) --outputdir=output_iso_table $(ISOLATION_TABLE)
+# TAP tests start clusters of their own either way, from the installed
+# files: not from files staged in DESTDIR (a package build), and not as root.
+test-tap:
 	$(prove_installcheck)
-# The example HTTP service (Node.js) against a throwaway cluster, over HTTP.
-installcheck-service:
+ifneq ($(DESTDIR),)
+installcheck-tap:
+	@echo "installcheck-tap: skipped, the TAP tests need fixed_window installed, not staged in DESTDIR"
+else
+installcheck-tap:
+	@if [ "$$(id -u)" -eq 0 ]; then echo "installcheck-tap: skipped, PostgreSQL's TAP tests cannot run as root"; \
+	else $(prove_installcheck); fi
+endif
+# The example HTTP service (Node.js, from npm) against a throwaway cluster.
+test-service:
 	bash $(srcdir)/examples/service/test.sh
+# The Debian package: built with dpkg-buildpackage, installed, called (as root).
+test-deb:
+	bash $(srcdir)/scripts/deb_test.sh
+
+# The suites against a running server.  The table suites ask for the table
+# themselves (PGOPTIONS), so they run on any server; the shared-memory ones
+# need a server that preloads the library and are skipped, saying so, on
+# one that does not.
+installcheck: installcheck-regress installcheck-regress-table \
+	installcheck-isolation installcheck-isolation-table installcheck-tap
+server_preloads = '$(bindir)/psql' -XAtq -d postgres \
+	-c "SELECT 1 WHERE 'fixed_window' = ANY (string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','))" \
+	| grep -q 1
+installcheck-regress:
+	@if $(server_preloads); then $(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS); \
+	else echo "installcheck-regress: skipped, the server does not preload fixed_window"; fi
+installcheck-isolation:
+	@if $(server_preloads); then $(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION); \
+	else echo "installcheck-isolation: skipped, the server does not preload fixed_window"; fi
+installcheck-regress-table:
+	export PGOPTIONS="$$PGOPTIONS -c fixed_window.storage=table" && $(pg_regress_installcheck) $(REGRESS_OPTS) \
+		--outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
+installcheck-isolation-table:
+	export PGOPTIONS="$$PGOPTIONS -c fixed_window.storage=table" && $(pg_isolation_regress_installcheck) \
+		$(ISOLATION_OPTS) --outputdir=output_iso_table $(ISOLATION_TABLE)
 
 # C unit tests of the window arithmetic: no server needed.
 unit/test_window: unit/test_window.c src/window.c src/window.h
@@ -102,8 +139,10 @@ all:
 	@false
 endif
 
-.PHONY: test demo bench unit check-layers check-version dist installcheck-service installcheck-regress installcheck-isolation installcheck-tap \
-	installcheck-regress-table installcheck-isolation-table
+.PHONY: test demo bench unit check-layers check-version dist installcheck \
+	test-regress test-regress-table test-isolation test-isolation-table test-tap test-service test-deb \
+	installcheck-regress installcheck-regress-table installcheck-isolation \
+	installcheck-isolation-table installcheck-tap
 
 # The quick-start commands set up whatever is missing, then run.
 test:

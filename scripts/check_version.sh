@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make check-version: the version lives in the control files (fixed_window's
 # default_version is the Makefile's EXTVERSION); META.json, which PGXN reads,
-# must say the same, as major.minor.0.
+# and debian/changelog's newest entry must say the same, as major.minor.0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,5 +30,7 @@ proxy=$(semver "$(control_version fixed_window_proxy)")
 check "META.json's version" "$fw" "$(meta_version '')"
 check "META.json's fixed_window" "$fw" "$(meta_version fixed_window)"
 check "META.json's fixed_window_proxy" "$proxy" "$(meta_version fixed_window_proxy)"
+# the first line of debian/changelog: "source (version) distribution; ..."
+check "debian/changelog's version" "$fw" "$(sed -n '1s/^[^ ]* (\([^)-]*\).*/\1/p' debian/changelog)"
 [ $status -eq 0 ] && echo "versions: fixed_window $fw, fixed_window_proxy $proxy"
 exit $status

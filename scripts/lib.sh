@@ -17,19 +17,31 @@ export PATH="/usr/lib/postgresql/$FW_PG_MAJOR/bin:$PATH"
 fw_log() { printf '==> %s\n' "$*" >&2; }
 
 # fw_packages PKG...: install the Debian packages that are missing.
+# FW_INSTALL says whether to: "auto" (the default) installs them only when
+# running as root (not under fakeroot); "yes" installs them, through sudo
+# when not root; "no" never installs and stops, naming what is missing.
+FW_INSTALL=${FW_INSTALL:-auto}
 fw_packages() {
-    local missing=() p
+    local missing=() p sudo=()
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "missing packages: ${missing[*]}; install them (as root: apt-get install ${missing[*]})" >&2
-        return 1
-    fi
+    case "$FW_INSTALL" in
+    auto) if [ "$(id -u)" -ne 0 ] || [ -n "${FAKEROOTKEY:-}" ]; then
+              missing_packages "${missing[@]}"; return 1
+          fi ;;
+    yes) [ "$(id -u)" -eq 0 ] || sudo=(sudo) ;;
+    no) missing_packages "${missing[@]}"; return 1 ;;
+    *) echo "FW_INSTALL must be auto, yes or no, not \"$FW_INSTALL\"" >&2; return 1 ;;
+    esac
     fw_log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+missing_packages() {
+    echo "missing packages: $*" >&2
+    echo "install them (apt-get install $*), or run again with FW_INSTALL=yes to have them installed" >&2
 }
 
 fw_base_packages() {

@@ -12,9 +12,12 @@
 #               boundaries, restarts, crashes, a standby, full memory, and the
 #               property test against the Python reference model
 #   service     the example HTTP service (examples/service), driven over HTTP
+#   deb         the Debian package: built (its build runs make installcheck),
+#               installed, and called on a fresh cluster; as root only
 #
 # As root the tests run as the unprivileged "postgres" account in a private
-# copy of the tree, since PostgreSQL refuses to run as root.
+# copy of the tree, since PostgreSQL refuses to run as root.  Missing Debian
+# packages are installed only as root, or when FW_INSTALL=yes (lib.sh).
 source "$(dirname "$0")/lib.sh"
 
 fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy"
@@ -27,10 +30,11 @@ tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.b
 [ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$work"
 
 passed=0 failed=0 failures=()
-layer() {
+# run_layer NAME CMD...: one layer, counted; its diffs and logs shown on failure.
+run_layer() {
     local name=$1; shift
     fw_log "$name"
-    if fw_as_user make -C "$work" -s PG_CONFIG="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config" "$@"; then
+    if "$@"; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1)); failures+=("$name")
@@ -38,16 +42,22 @@ layer() {
         find "$work/tmp_check" -name 'regress_log_*' -exec tail -n 40 {} + 2>/dev/null || true
     fi
 }
+# layer NAME TARGET: a make target of the private copy, as the unprivileged account.
+layer() {
+    local name=$1; shift
+    run_layer "$name" fw_as_user make -C "$work" -s PG_CONFIG="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config" "$@"
+}
 
 layer unit unit
 layer layers check-layers
 layer version check-version
-layer regress installcheck-regress
-layer regress-table installcheck-regress-table
-layer isolation installcheck-isolation
-layer isolation-table installcheck-isolation-table
-layer tap installcheck-tap
-layer service installcheck-service
+layer regress test-regress
+layer regress-table test-regress-table
+layer isolation test-isolation
+layer isolation-table test-isolation-table
+layer tap test-tap
+layer service test-service
+run_layer deb bash "$FW_ROOT/scripts/deb_test.sh"
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"
 echo "layers: $passed passed, $failed failed"

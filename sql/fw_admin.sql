@@ -124,12 +124,12 @@ SELECT fw_trigger();
 -- Privileges: any role may call fw_limit, fw_check and insert through the
 -- trigger; resets are for admins; keys of other roles stay hidden except
 -- from superusers and members of pg_read_all_stats.
-CREATE ROLE fw_app;
-CREATE ROLE fw_other;
-CREATE ROLE fw_auditor IN ROLE pg_read_all_stats;
-GRANT INSERT ON signups TO fw_app;
-GRANT USAGE ON SEQUENCE signups_id_seq TO fw_app;
-SET ROLE fw_app;
+CREATE ROLE regress_fw_app;
+CREATE ROLE regress_fw_other;
+CREATE ROLE regress_fw_auditor IN ROLE pg_read_all_stats;
+GRANT INSERT ON signups TO regress_fw_app;
+GRANT USAGE ON SEQUENCE signups_id_seq TO regress_fw_app;
+SET ROLE regress_fw_app;
 SELECT ok FROM fw_limit('priv', 'app@example.com', 5, '1 minute');
 SELECT ok FROM fw_check('priv', 'app@example.com', 5, '1 minute');
 INSERT INTO signups (email, ip) VALUES ('f@example.com', '192.0.2.3');
@@ -146,19 +146,19 @@ SET fixed_window.debug_now = '2030-01-01 00:00+00';
 SET fixed_window.storage = 'table';
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
-SET ROLE fw_other;
+SET ROLE regress_fw_other;
 SELECT name, key FROM fw_counters WHERE name = 'priv';
 RESET ROLE;
-SET ROLE fw_auditor;
+SET ROLE regress_fw_auditor;
 SELECT name, key FROM fw_counters WHERE name = 'priv';
 RESET ROLE;
 SELECT name, key FROM fw_counters WHERE name = 'priv';
 SELECT fw_reset('priv') AS removed;
-REVOKE ALL ON signups FROM fw_app;
-REVOKE ALL ON SEQUENCE signups_id_seq FROM fw_app;
-DROP ROLE fw_app;
-DROP ROLE fw_other;
-DROP ROLE fw_auditor;
+REVOKE ALL ON signups FROM regress_fw_app;
+REVOKE ALL ON SEQUENCE signups_id_seq FROM regress_fw_app;
+DROP ROLE regress_fw_app;
+DROP ROLE regress_fw_other;
+DROP ROLE regress_fw_auditor;
 DROP TABLE signups, uploads;
 
 -- Every object of the extension explains itself in \dx+ and \df+.

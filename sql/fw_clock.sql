@@ -60,8 +60,8 @@ SHOW fixed_window.debug_now;
 
 -- Only a superuser may set it: an ordinary role that could move the clock
 -- would escape its limits.
-CREATE ROLE fw_clock_user;
-SET ROLE fw_clock_user;
+CREATE ROLE regress_fw_clock_user;
+SET ROLE regress_fw_clock_user;
 SET fixed_window.debug_now = '2030-01-01 00:00+00';
 \echo :LAST_ERROR_SQLSTATE
 SELECT set_config('fixed_window.debug_now', '', false);
@@ -72,7 +72,7 @@ SET fixed_window.no_such_setting = 'x';
 -- It may call the functions, on the clock it is given.
 SELECT ok, remaining, reset_after FROM fw_limit('clock', 'role', 2, '1 minute');
 RESET ROLE;
-DROP ROLE fw_clock_user;
+DROP ROLE regress_fw_clock_user;
 
 -- Empty means the real clock again.  A single window of 2,400,000 hours
 -- from the epoch (it ends on 2243-10-17) ends at a known instant, so

@@ -73,11 +73,11 @@ SELECT name, window_start, window_end, remaining FROM fw_counters WHERE name = '
 SET fixed_window.debug_now = '294276-12-31 23:59:59+00';
 SELECT ok FROM fw_limit('x', 'last week', 1, '1 week', '294276-01-02 00:00+00');
 SELECT name, key, window_start, window_end FROM fw_counters WHERE name = 'x' ORDER BY key;
-CREATE ROLE fw_viewer;
-SET ROLE fw_viewer;
+CREATE ROLE regress_fw_viewer;
+SET ROLE regress_fw_viewer;
 SELECT count(*) FROM fw_counters WHERE name = 'x';
 RESET ROLE;
-DROP ROLE fw_viewer;
+DROP ROLE regress_fw_viewer;
 
 -- The trigger's start must be a fixed time: every input that timestamptz
 -- reads as a time moving with the clock is refused, whatever the spacing
@@ -206,12 +206,12 @@ DROP TABLE target_tbl;
 RESET fixed_window.debug_now;
 SET fixed_window.debug_now = '2026-05-01 12:00+00';
 SELECT ok FROM fw_limit('login', 'alice@example.com', 5, '1 hour');
-CREATE ROLE fw_guesser;
-SET ROLE fw_guesser;
+CREATE ROLE regress_fw_guesser;
+SET ROLE regress_fw_guesser;
 SELECT key FROM fw_counters WHERE name = 'login';
 SELECT remaining AS guessed FROM fw_check('login', 'alice@example.com', 5, '1 hour');
 SELECT remaining AS unused FROM fw_check('login', 'bob@example.com', 5, '1 hour');
 RESET ROLE;
-DROP ROLE fw_guesser;
+DROP ROLE regress_fw_guesser;
 
 DROP EXTENSION fixed_window;

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# make test-deb: build the Debian package with dpkg-buildpackage (whose
+# build-time test is make installcheck on a preloading throwaway cluster),
+# install the .deb, and call the extension on a fresh cluster.
+#
+# Installing a package needs root: other users are told so and skipped.
+# The package is removed afterwards and "make install" puts back the files
+# it had replaced, so the machine is left as it was found.
+source "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "test-deb: skipped, installing the package needs root"
+    exit 0
+fi
+fw_packages dpkg-dev fakeroot debhelper "postgresql-server-dev-all" postgresql-all libipc-run-perl
+
+version=$(dpkg-parsechangelog -l "$FW_ROOT/debian/changelog" -S Version)
+extversion=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$FW_ROOT/fixed_window.control")
+package="postgresql-$FW_PG_MAJOR-fixed-window"
+work=$(fw_private_dir)
+cleanup() {
+    fw_cluster_stop "$work/cluster"
+    if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+        dpkg -r "$package" >/dev/null
+        fw_build_install
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A clean copy of the tree, built by the unprivileged account.
+src="$work/postgresql-fixed-window-$version"
+mkdir "$src"
+tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+    --exclude=node_modules --exclude='tmp_check*' --exclude=results --exclude='output_*' \
+    --exclude='*.zip' --exclude="sql/fixed_window--$extversion.sql" -cf - . | tar -C "$src" -xf -
+chown -R "$FW_RUN_USER" "$work"
+fw_log "dpkg-buildpackage -us -uc (log: $work/build.log)"
+if ! (cd "$src" && fw_as_user dpkg-buildpackage -us -uc >"$work/build.log" 2>&1); then
+    tail -n 80 "$work/build.log"
+    echo "test-deb: dpkg-buildpackage failed" >&2
+    exit 1
+fi
+grep -E '^test |tests passed|tests failed|skipped' "$work/build.log" || true
+
+deb=$(ls "$work/${package}_${version}_"*.deb)
+fw_log "installing $(basename "$deb")"
+dpkg -i "$deb" >/dev/null
+libdir=$(pg_config --pkglibdir)
+sharedir=$(pg_config --sharedir)
+for f in "$libdir/fixed_window.so" "$sharedir/extension/fixed_window.control" \
+    "$sharedir/extension/fixed_window_proxy.control"; do
+    owner=$(dpkg -S "$f" | cut -d: -f1)
+    [ "$owner" = "$package" ] || { echo "test-deb: $f belongs to \"$owner\", not $package" >&2; exit 1; }
+done
+
+fw_log "calling the packaged extension on a fresh cluster"
+mkdir "$work/cluster"; chown "$FW_RUN_USER" "$work/cluster"
+fw_cluster_start "$work/cluster" "shared_preload_libraries = 'fixed_window'"
+got=$(fw_as_user psql -XAtq -v ON_ERROR_STOP=1 <<'SQL'
+CREATE EXTENSION fixed_window;
+SELECT extversion FROM pg_extension WHERE extname = 'fixed_window';
+SELECT string_agg(CASE WHEN (fw_limit('deb', 'k', 5, '1 minute')).ok THEN 'ok' ELSE 'denied' END, ' ' ORDER BY g)
+FROM generate_series(1, 6) AS g;
+SELECT count(*) FROM fw_counters WHERE name = 'deb' AND storage = 'shmem';
+SQL
+)
+want="$extversion
+ok ok ok ok ok denied
+1"
+if [ "$got" != "$want" ]; then
+    printf 'test-deb: the packaged extension answered\n%s\nnot\n%s\n' "$got" "$want" >&2
+    exit 1
+fi
+echo "test-deb: $(basename "$deb") built, installed and answering"

@@ -70,6 +70,8 @@ $router->init;
 $router->append_conf('postgresql.conf', 'max_connections = 40');
 $router->start;
 $router->safe_psql('postgres', 'CREATE DATABASE router');
+# Windows of an hour anchored at the test's start: none ends while it runs.
+my $t0 = $router->safe_psql('postgres', 'SELECT now()');
 $router->safe_psql('router', q{
 CREATE EXTENSION fixed_window_proxy CASCADE;
 -- what a call raised, as SQLSTATE: message
@@ -81,7 +83,7 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 });
-is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('api', 'k', 1, '1 hour')\$\$)"),
+is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('api', 'k', 1, '1 hour', start => '$t0')\$\$)"),
 	'42704: the router has no shards', 'a router without the server fw_shards says so');
 $router->safe_psql('router', qq{
 CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
@@ -108,9 +110,9 @@ is($router->safe_psql('router', q{
 cmp_ok(scalar(@{ $expected{$_} // [] }), '>', 250, "shard $_ owns a fair share of 1,000 keys")
   foreach 0 .. 2;
 
-is($router->safe_psql('router', q{
+is($router->safe_psql('router', qq{
 	SELECT count(*) FROM generate_series(1, 1000) AS g
-	WHERE (fw_limit('place', 'k' || g, 10, '1 hour')).ok}),
+	WHERE (fw_limit('place', 'k' || g, 10, '1 hour', start => '$t0')).ok}),
 	'1000', '1,000 keys called through the router');
 foreach my $i (0 .. 2)
 {
@@ -131,9 +133,9 @@ like($router->safe_psql('router', "SELECT try('SELECT fw_shard(''a'', ''b'', 0)'
 # An ordinary role reaches the shards as itself (the user mapping names no
 # user), so it must exist there too; the shards' grants apply.
 $_->safe_psql('postgres', 'CREATE ROLE app LOGIN') foreach ($router, @shards);
-is($router->safe_psql('router', "SELECT ok FROM fw_limit('api', 'app-key', 5, '1 hour')", extra_params => [ '-U', 'app' ]),
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('api', 'app-key', 5, '1 hour', start => '$t0')", extra_params => [ '-U', 'app' ]),
 	't', 'an ordinary role calls through the router');
-is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_define('x', 1, '1 hour')\$\$)", extra_params => [ '-U', 'app' ]),
+is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_define('x', 1, '1 hour', start => '$t0')\$\$)", extra_params => [ '-U', 'app' ]),
 	'42501: permission denied for function fw_define', 'but may not define policies');
 is($router->safe_psql('router', "SELECT try('UPDATE fw_router SET fail_open = true')", extra_params => [ '-U', 'app' ]),
 	'42501: permission denied for table fw_router', 'nor fail open');
@@ -208,39 +210,39 @@ is($router->safe_psql('router', q{
 
 my ($key0) = @{ $expected{0} };
 my ($key1) = @{ $expected{1} };
-is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour', cost => 2)"),
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour', start => '$t0', cost => 2)"),
 	't', "shard 1's key spends its two tokens");
 
 $shards[1]->stop;
-like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1', 2, '1 hour')\$\$)"),
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1', 2, '1 hour', start => '$t0')\$\$)"),
 	qr/^08001: shard 1 of the router is unreachable$/,
 	"a call for a key of the stopped shard fails with 08001 naming it");
-my ($ret, $out, $err) = $router->psql('router', "SELECT fw_limit('down', '$key1', 2, '1 hour')",
+my ($ret, $out, $err) = $router->psql('router', "SELECT fw_limit('down', '$key1', 2, '1 hour', start => '$t0')",
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/ERROR:  08001: shard 1 of the router is unreachable\nDETAIL:  The shard connects with "host=.* dbname=fw"\. PL\/Proxy reported: PL\/Proxy function .*PQconnect/,
 	'the error says how the shard is reached and what PL/Proxy saw');
-is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key0', 2, '1 hour')"),
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key0', 2, '1 hour', start => '$t0')"),
 	't', 'keys of the other shards are served');
 is($router->safe_psql('router', "SELECT fw_shard('down', '$key0', 3) <> 1"), 't', '(that key is not on shard 1)');
 like($router->safe_psql('router', "SELECT try('SELECT count(*) FROM fw_counters')"),
 	qr/^08001: shard 1 of the router is unreachable$/, 'fw_counters names the lost shard');
-like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_refund('down', '$key1', 2, '1 hour')\$\$)"),
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_refund('down', '$key1', 2, '1 hour', start => '$t0')\$\$)"),
 	qr/^08001: shard 1 /, 'a refund fails too');
-like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_define('other', 1, '1 hour')\$\$)"),
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_define('other', 1, '1 hour', start => '$t0')\$\$)"),
 	qr/^08001: shard 1 /, 'a definition fails naming the shard');
 
 $router->safe_psql('router', 'UPDATE fw_router SET fail_open = true');
 ($ret, $out, $err) = $router->psql('router',
-	"SELECT ok, remaining IS NULL FROM fw_limit('down', '$key1', 2, '1 hour')");
+	"SELECT ok, remaining IS NULL FROM fw_limit('down', '$key1', 2, '1 hour', start => '$t0')");
 is($out, 't|t', 'with fail_open the call is allowed, remaining unknown');
 like($err, qr/WARNING:  shard 1 of the router is unreachable: its keys are allowed uncounted/,
 	'with a warning');
-like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_refund('down', '$key1', 2, '1 hour')\$\$)"),
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_refund('down', '$key1', 2, '1 hour', start => '$t0')\$\$)"),
 	qr/^08001: /, 'fail_open admits calls, it does not pretend refunds');
 $router->safe_psql('router', 'UPDATE fw_router SET fail_open = false');
 
 $shards[1]->start;
-is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour')"),
+is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 hour', start => '$t0')"),
 	'f', 'the shard is back without touching the router, with its counter (a clean restart keeps them)');
 
 # A role that breaks its own connection to a shard (here a setting of its own
@@ -248,7 +250,7 @@ is($router->safe_psql('router', "SELECT ok FROM fw_limit('down', '$key1', 2, '1 
 # shard: with fail_open that would admit it uncounted.
 $router->safe_psql('router', 'UPDATE fw_router SET fail_open = true');
 $shards[1]->safe_psql('fw', "ALTER ROLE app IN DATABASE fw SET local_preload_libraries = 'nope'", extra_params => [ '-U', 'app' ]);
-like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1', 2, '1 hour')\$\$)", extra_params => [ '-U', 'app' ]),
+like($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('down', '$key1', 2, '1 hour', start => '$t0')\$\$)", extra_params => [ '-U', 'app' ]),
 	qr/^XX000: PL\/Proxy function .*FATAL: .*nope/s, 'a connection the shard refuses to the role is an error even with fail_open');
 $shards[1]->safe_psql('fw', 'ALTER ROLE app IN DATABASE fw RESET local_preload_libraries');
 $router->safe_psql('router', 'UPDATE fw_router SET fail_open = false');
@@ -257,16 +259,16 @@ is($router->safe_psql('router', "SELECT count(*) FROM fw_counters WHERE name = '
 # the definition that failed reached shard 0 only; repeating it completes it
 is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'other'"),
 	'{0}', 'fw_policies shows which shards a failed definition reached');
-$router->safe_psql('router', "SELECT fw_define('other', 1, '1 hour')");
+$router->safe_psql('router', "SELECT fw_define('other', 1, '1 hour', start => '$t0')");
 is($router->safe_psql('router', "SELECT shards FROM fw_policies WHERE name = 'other'"),
 	'{0,1,2}', 'repeating the definition completes it');
 
 # -- resharding from 3 to 6 shards ------------------------------------------
 
 # Keys of 'move' spend their whole window before the change.
-$router->safe_psql('router', q{
-	SELECT fw_define('move', 3, '1 hour');
-	SELECT fw_define('flow', 1000000000, '1 hour');
+$router->safe_psql('router', qq{
+	SELECT fw_define('move', 3, '1 hour', start => '$t0');
+	SELECT fw_define('flow', 1000000000, '1 hour', start => '$t0');
 	SELECT count(*) FROM generate_series(1, 1000) AS g WHERE (fw_limit('move', 'k' || g, 3)).ok});
 my @moved = grep { shard_of('move', $_, 6) != shard_of('move', $_, 3) } @keys;
 is(scalar(grep { my $s = shard_of('move', $_, 6); $s != shard_of('move', $_, 3) && $s != shard_of('move', $_, 3) + 3 } @keys),

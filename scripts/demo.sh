@@ -1,13 +1,32 @@
 #!/usr/bin/env bash
-# make demo: a throwaway cluster with fixed_window preloaded, and a short
-# psql session in which a quota allows, denies, then allows again.
+# make demo: a throwaway cluster with fixed_window preloaded; a short psql
+# session in which a quota allows, denies, then allows again; then the
+# example HTTP service (examples/service) answering its sixth request of a
+# minute with 429 Too Many Requests and the rate-limit headers.
 source "$(dirname "$0")/lib.sh"
 
-fw_base_packages
+fw_base_packages curl
+fw_node_packages
 fw_build_install
 
 dir=$(fw_private_dir)
-trap 'fw_cluster_stop "$dir"; rm -rf "$dir"' EXIT
+source "$FW_ROOT/examples/service/start.sh"
+trap 'service_stop; fw_cluster_stop "$dir"; rm -rf "$dir"' EXIT
 fw_cluster_start "$dir" "shared_preload_libraries = 'fixed_window'"
 fw_log "throwaway cluster in $dir; running demo/demo.sql"
 fw_as_user psql -X -q -v ON_ERROR_STOP=1 -f "$FW_ROOT/demo/demo.sql"
+
+fw_log "the example HTTP service, in a database of its own"
+mkdir "$dir/service"
+tar -C "$FW_ROOT/examples/service" --exclude=node_modules -cf - . | tar -C "$dir/service" -xf -
+[ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$dir/service"
+fw_as_user createdb service
+PGDATABASE=service service_start "$dir/service" "$dir"
+echo
+echo "# The policy \"api\" allows 5 requests a minute per API key. Six requests:"
+for i in 1 2 3 4 5; do
+    curl -s -o /dev/null -w "GET /hello -> %{http_code}\n" -H 'X-Api-Key: demo' "$service_url/hello"
+done
+echo "# curl -i -H 'X-Api-Key: demo' $service_url/hello"
+curl -s -i -H 'X-Api-Key: demo' "$service_url/hello"
+echo

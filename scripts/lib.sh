@@ -49,6 +49,11 @@ fw_base_packages() {
         "postgresql-contrib" libipc-run-perl "$@"
 }
 
+# Node.js and npm, for the example service (examples/service).
+fw_node_packages() {
+    command -v node >/dev/null && command -v npm >/dev/null || fw_packages nodejs npm
+}
+
 # Build the extension and install it into the server's directories.
 fw_build_install() {
     local pg_config="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config"

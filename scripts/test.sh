@@ -21,7 +21,7 @@
 source "$(dirname "$0")/lib.sh"
 
 fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy"
-command -v node >/dev/null && command -v npm >/dev/null || fw_packages nodejs npm
+fw_node_packages
 fw_build_install
 
 work=$(fw_private_dir)

@@ -22,7 +22,7 @@ OBJS = \
 # does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them.
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
 UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
-	sql/fixed_window--1.1--1.2.sql
+	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql
 DATA = sql/fixed_window--1.0.sql $(UPGRADES) sql/fixed_window_proxy--1.0.sql
 DATA_built = sql/fixed_window--$(EXTVERSION).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
@@ -129,7 +129,7 @@ check-version:
 	bash $(srcdir)/scripts/check_version.sh
 
 # The release archive PGXN takes: the committed tree, in one directory.
-DISTNAME = fixed_window-$(EXTVERSION).0
+DISTNAME = fixed_window-$(shell bash $(srcdir)/scripts/check_version.sh --semver)
 dist: check-version
 	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ -o $(abspath $(DISTNAME).zip) HEAD
 	@echo "wrote $(DISTNAME).zip"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make check-version: the version lives in the control files (fixed_window's
 # default_version is the Makefile's EXTVERSION); META.json, which PGXN reads,
-# and debian/changelog's newest entry must say the same, as major.minor.0.
+# and debian/changelog's newest entry must say the same, as major.minor.patch
+# (major.minor.0 when the control file has no patch number).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,12 @@ meta_version() {
         found && /"version"/ { print; exit }' META.json |
         sed 's/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/'
 }
+
+# --semver: print fixed_window's version as major.minor.patch, and stop
+if [ "${1:-}" = --semver ]; then
+    semver "$(control_version fixed_window)"
+    exit 0
+fi
 
 status=0
 check() {

@@ -122,5 +122,21 @@ SELECT request('key-1');
 SELECT request('key-2');
 -- without the header, the role is the key
 SELECT request(NULL) LIKE '200 %' AS allowed;
+-- What fw_postgrest cannot work with is an error before anything is spent:
+-- response.headers that is not a JSON array of objects, a policy name that
+-- cannot go into a header.
+SELECT set_config('response.headers', 'not json', false);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+SELECT set_config('response.headers', '{"X-One": "1"}', false);
+\set VERBOSITY default
+SELECT fw_postgrest('http_postgrest', 'key-3');
+\set VERBOSITY sqlstate
+SELECT set_config('response.headers', '["X-One: 1"]', false);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+RESET response.headers;
+SELECT ok, remaining FROM fw_check('http_postgrest', 'key-3', 0) AS nothing_spent;
+SELECT fw_define('http_é', 2, '1 minute');
+SELECT fw_postgrest('http_é', 'key-3');
+SELECT ok, remaining FROM fw_check('http_é', 'key-3', 0) AS nothing_spent;
 
 DROP EXTENSION fixed_window;

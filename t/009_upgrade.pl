@@ -2,7 +2,7 @@
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
 # statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
-# the default version of the control file (1.2).  After the update the
+# the default version of the control file (1.2.1).  After the update the
 # counters of both backends are still there and answer as before, the views
 # and admin functions work with their 1.0.1 behaviour, and every member
 # object, with its definition, privileges and comment, equals that of a fresh
@@ -11,8 +11,10 @@
 # next to the 1.0 inline counters, which answer as before; fw_counters' new
 # last column period (NULL for inline counters) and fw_stats' shadow_denied.
 # Then 1.2's fw_headers in the updated database.
-# A second database takes the path one step at a time, 1.0 -> 1.0.1 -> 1.2,
-# with its counters kept, and ends with the objects of a fresh installation.
+# A second database takes the path one step at a time, 1.0 -> 1.0.1 -> the
+# default, with its counters kept, and ends with the objects of a fresh
+# installation.  A third, a live 1.2 whose fw_postgrest spent before it
+# failed, is updated to 1.2.1, which refuses before it spends.
 use strict;
 use warnings;
 
@@ -32,13 +34,13 @@ $node->start;
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
-is($default, '1.2', 'the control file names 1.2 as the default version');
+is($default, '1.2.1', 'the control file names 1.2.1 as the default version');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
 		FROM pg_extension_update_paths('fixed_window')
-		WHERE target = '1.2' AND path IS NOT NULL}),
-	'1.0 1.0--1.0.1--1.1--1.2, 1.0.1 1.0.1--1.1--1.2, 1.1 1.1--1.2',
-	'update paths to 1.2: from 1.0 and 1.0.1 through 1.1, and from 1.1');
+		WHERE target = '1.2.1' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1--1.2--1.2.1, 1.0.1 1.0.1--1.1--1.2--1.2.1, 1.1 1.1--1.2--1.2.1, 1.2 1.2--1.2.1',
+	'update paths to 1.2.1: from 1.0 and 1.0.1 through 1.1 and 1.2, from 1.1, from 1.2');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -364,6 +366,37 @@ is($node->safe_psql($step, q{
 		SET fixed_window.storage = 'table';
 		SELECT (fw_limit('api', 't1', 5, '1 hour')).remaining;}),
 	"2\n1", "$step: the inline counters go on spending");
+
+# ---------------------------------------------------------------------------
+# A live 1.2: its fw_postgrest spends, then fails on a response.headers it
+# cannot extend.  Updated to 1.2.1, the same call fails before it spends.
+my $live = 'live12';
+$node->safe_psql('postgres', "CREATE DATABASE $live");
+$node->safe_psql($live, "CREATE EXTENSION fixed_window VERSION '1.2'");
+my $bad_call = q{
+	SELECT fw_define('pgrst', 5, '1 hour');
+	SET response.headers = '{"X-Not": "an array"}';
+	SELECT fw_postgrest('pgrst', 'k');};
+my $remaining = q{SELECT remaining FROM fw_check('pgrst', 'k', cost => 0)};
+($ret, $out, $err) = $node->psql($live, $bad_call);
+isnt($ret, 0, "$live: 1.2's fw_postgrest fails on a response.headers object");
+is($node->safe_psql($live, $remaining), '4', "$live: and 1.2 had spent");
+$node->safe_psql($live, 'ALTER EXTENSION fixed_window UPDATE');
+is($node->safe_psql($live, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	$default, "$live: updated to $default");
+($ret, $out, $err) = $node->psql($live, "\\set VERBOSITY verbose\n$bad_call");
+like($err, qr/ERROR:  22023: response.headers is not a JSON array of header objects/,
+	"$live: the same call is refused with 22023");
+is($node->safe_psql($live, $remaining), '4', "$live: before anything is spent");
+is($node->safe_psql($live, q{
+	BEGIN;
+	SET LOCAL response.headers = '[{"Cache-Control": "no-store"}]';
+	SELECT fw_postgrest('pgrst', 'k');
+	SELECT current_setting('response.headers')::jsonb->1;
+	COMMIT;}),
+	"\n" . '{"RateLimit": "\"pgrst\";r=3;t=3600"}',
+	"$live: an allowed call adds its headers after the ones set before");
+is($node->safe_psql($live, $members), $fresh, "$live: it has exactly the objects of a fresh installation");
 
 $node->stop;
 done_testing();

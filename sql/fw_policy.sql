@@ -579,6 +579,11 @@ SELECT * FROM fw_limit('pol_priv', 'me');
 SELECT * FROM fw_check('pol_priv', 'me');
 SELECT period, ok, remaining FROM fw_limit_windows('pol_priv', 'me');
 SELECT period, ok, remaining FROM fw_check_windows('pol_priv', 'me');
+-- refunds are for the roles granted them (1.3): a role could refund itself to full
+SELECT sqlstate_of($q$SELECT fw_refund('pol_priv', 'me', 1)$q$) AS refund_without_grant;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION fw_refund(text, text, integer) TO regress_fw_user;
+SET ROLE regress_fw_user;
 SELECT fw_refund('pol_priv', 'me', 1) AS held;
 SELECT name, period, rate FROM fw_policies WHERE name = 'pol_priv';
 SELECT name, key, period FROM fw_counters WHERE name = 'pol_priv' ORDER BY key;
@@ -604,7 +609,7 @@ RESET ROLE;
 SELECT name, key, exempt, created_by IN ('regress_fw_user') AS by_user
 FROM fw_overrides WHERE name = 'pol_priv' ORDER BY key;
 REVOKE EXECUTE ON FUNCTION fw_override(text, text, integer, interval, integer),
-                           fw_exempt(text, text) FROM regress_fw_user;
+                           fw_exempt(text, text), fw_refund(text, text, integer) FROM regress_fw_user;
 DROP ROLE regress_fw_user, regress_fw_other, regress_fw_auditor;
 
 --

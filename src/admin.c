@@ -176,7 +176,7 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	{
 		text	   *key = PG_GETARG_TEXT_PP(1);
 		FwIdentity	id;
-		const FwPolicy *policy;
+		FwPolicyKey policy;
 		char		buf[FW_MAX_COUNTER_NAME];
 		int64		removed;
 		int			i;
@@ -184,13 +184,14 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 		fw_identity_init(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
 						 VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
 		removed = fw_shmem_remove(&id) ? 1 : 0;
-		policy = (VARSIZE_ANY_EXHDR(name) <= FW_MAX_NAME_BYTES) ?
-			fw_policy_find(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) : NULL;
-		for (i = 0; policy != NULL && i < policy->nwindows; i++)
+		policy.nwindows = 0;
+		if (VARSIZE_ANY_EXHDR(name) <= FW_MAX_NAME_BYTES)
+			(void) fw_policy_lookup(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0, &policy);
+		for (i = 0; i < policy.nwindows; i++)
 		{
 			fw_identity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-									policy->windows[i].period_id,
-									policy->windows[i].period_id_len,
+									policy.windows[i].period_id,
+									policy.windows[i].period_id_len,
 									VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), buf);
 			removed += fw_shmem_remove(&id) ? 1 : 0;
 		}

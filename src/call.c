@@ -53,45 +53,40 @@ fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 
 /*
  * The windows of a named call: those of the policy, with the rates the key
- * overrides.  Returns the policy (valid until the next lookup).
+ * overrides.  The call owns a copy of everything it uses of the policy.
  */
-const FwPolicy *
+void
 fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
 			  const char *key, int key_len, int32 cost)
 {
-	const FwPolicy *policy = fw_policy_get(name, name_len);
-	const FwOverride *override = fw_policy_override(policy, key, key_len);
-	bool		exempt = (override != NULL && override->exempt && mode != FW_MODE_REFUND);
+	FwPolicyKey policy;
 	FwIdentity	phase_id;
+	bool		exempt;
 	int			i;
 
+	fw_policy_get(name, name_len, key, key_len, &policy);
+	exempt = (policy.exempt && mode != FW_MODE_REFUND);
 	fw_identity_init(&phase_id, name, name_len, key, key_len);
 
 	call->mode = mode;
 	call->named = true;
-	call->n = policy->nwindows;
-	for (i = 0; i < policy->nwindows; i++)
+	call->n = policy.nwindows;
+	for (i = 0; i < policy.nwindows; i++)
 	{
-		const FwPolicyWindow *window = &policy->windows[i];
-		FwLimit    *limit = &call->limits[i];
+		const FwPolicyWindow *window = &policy.windows[i];
 
 		fw_identity_init_window(&call->ids[i], name, name_len,
 								window->period_id, window->period_id_len,
 								key, key_len, call->names[i]);
-		*limit = window->limit;
-		if (override != NULL && override->rate[i] > 0)
-		{
-			limit->rate = override->rate[i];
-			limit->capacity = override->capacity[i];
-		}
+		call->limits[i] = window->limit;
+		call->periods[i] = window->period;
 		call->shadow[i] = window->shadow;
 		fw_call_cost(call, i, cost, window->phase, &phase_id);
 		/* an exempt key's calls are judged, and spend nothing */
 		if (exempt)
-			limit->cost = 0;
+			call->limits[i].cost = 0;
 	}
 	fw_prefetch(call);
-	return policy;
 }
 
 /*

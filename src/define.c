@@ -20,8 +20,10 @@
 #include "utils/timestamp.h"
 
 #include "identity.h"
+#include "settings.h"
 
 PG_FUNCTION_INFO_V1(fw_window_id);
+PG_FUNCTION_INFO_V1(fw_window_in_range);
 PG_FUNCTION_INFO_V1(fw_policy_changed);
 PG_FUNCTION_INFO_V1(fw_acting_role);
 
@@ -38,6 +40,39 @@ fw_acting_role(PG_FUNCTION_ARGS)
 										CStringGetDatum(GetUserNameFromId(GetOuterUserId(), false))));
 }
 
+/* Fail on a NULL argument that is required. */
+static void
+fw_require(FunctionCallInfo fcinfo, int arg, const char *name)
+{
+	if (PG_ARGISNULL(arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+
+/*
+ * Read a window's rate, period, start and capacity from the arguments
+ * first to first + 3 (start and capacity may be NULL), and check them as
+ * fw_limit does.  Returns whether start is NULL: each key's phase.
+ */
+static bool
+fw_window_limit(FunctionCallInfo fcinfo, int first, FwLimit *limit)
+{
+	TimestampTz start;
+	int32		capacity;
+
+	fw_require(fcinfo, first, "rate");
+	fw_require(fcinfo, first + 1, "period");
+	if (!PG_ARGISNULL(first + 2))
+		start = PG_GETARG_TIMESTAMPTZ(first + 2);
+	if (!PG_ARGISNULL(first + 3))
+		capacity = PG_GETARG_INT32(first + 3);
+	fw_limit_define(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
+					PG_ARGISNULL(first + 2) ? NULL : &start,
+					PG_ARGISNULL(first + 3) ? NULL : &capacity);
+	return PG_ARGISNULL(first + 2);
+}
+
 /*
  * fw_window_id(name text, key text, rate integer, period interval,
  *				start timestamptz, capacity integer) returns text
@@ -51,29 +86,34 @@ fw_acting_role(PG_FUNCTION_ARGS)
 Datum
 fw_window_id(PG_FUNCTION_ARGS)
 {
-	static const char *const names[] = {"name", "key", "rate", "period"};
 	FwLimit		limit;
-	TimestampTz start;
-	int32		capacity;
 	char		id[FW_MAX_PERIOD_ID];
-	int			i;
 
-	for (i = 0; i < lengthof(names); i++)
-		if (PG_ARGISNULL(i) && i != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"%s\" must not be null", names[i])));
+	fw_require(fcinfo, 0, "name");
 	fw_check_length("name", VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)), FW_MAX_NAME_BYTES);
 	if (!PG_ARGISNULL(1))
 		fw_check_length("key", VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(1)), FW_MAX_KEY_BYTES);
-	if (!PG_ARGISNULL(4))
-		start = PG_GETARG_TIMESTAMPTZ(4);
-	if (!PG_ARGISNULL(5))
-		capacity = PG_GETARG_INT32(5);
-	fw_limit_define(&limit, PG_GETARG_INT32(2), PG_GETARG_INTERVAL_P(3),
-					PG_ARGISNULL(4) ? NULL : &start,
-					PG_ARGISNULL(5) ? NULL : &capacity);
+	(void) fw_window_limit(fcinfo, 2, &limit);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(id, fw_period_id(&limit.period, id)));
+}
+
+/*
+ * fw_window_in_range(rate integer, period interval, start timestamptz,
+ *					  capacity integer) returns void
+ *
+ * Check, when a policy's window is defined, what every call of it would
+ * check whatever its key: the window containing now, and its end, lie
+ * within 64-bit time, for every key's phase when start is NULL.  A window of
+ * '300000 years' passes fw_window_id, and every call of it would fail.
+ */
+Datum
+fw_window_in_range(PG_FUNCTION_ARGS)
+{
+	FwLimit		limit;
+	bool		phase = fw_window_limit(fcinfo, 0, &limit);
+
+	fw_limit_check_now(&limit, phase, fw_clock_now());
+	PG_RETURN_VOID();
 }
 
 /*

@@ -119,6 +119,58 @@ fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
 	limit->cost = 0;
 }
 
+/* A window of a limit lies beyond 64-bit time: the error of its calls. */
+void
+fw_window_range_error(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("window boundary out of range"),
+			 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
+			 errhint("Use a shorter period or a start closer to the present.")));
+}
+
+static void
+fw_phase_error(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("period is too long to derive a start from the key"),
+			 errdetail("With start NULL, each key's windows start within the first window from the Unix epoch, and that window ends more than about 292,000 years from the year 2000."),
+			 errhint("Use a shorter period, or give a start.")));
+}
+
+/*
+ * What every call of a limit checks whatever its key and cost, checked when
+ * the limit is defined rather than called: with phase (start NULL), that a
+ * start can be derived from any key; and that the window containing now,
+ * and its end, lie within 64-bit time, for every start the keys can have.
+ */
+void
+fw_limit_check_now(const FwLimit *limit, bool phase, int64 now)
+{
+	FwLimit		probe = *limit;
+	FwDecision	decision;
+	int64		starts[2];
+	int			nstarts = 1;
+	int			i;
+
+	starts[0] = limit->start;
+	if (phase)
+	{
+		if (fw_phase_range(&limit->period, &starts[0], &starts[1]) != FW_STATUS_OK)
+			fw_phase_error();
+		nstarts = 2;
+	}
+	probe.cost = 0;
+	for (i = 0; i < nstarts; i++)
+	{
+		probe.start = starts[i];
+		if (fw_decide(&probe, NULL, now, &decision) != FW_STATUS_OK)
+			fw_window_range_error();
+	}
+}
+
 /*
  * Check the cost of a call of a defined limit and, when the limit's start
  * is the key's phase (phase true), derive it from the counter's identity.
@@ -142,9 +194,7 @@ fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase)
 
 	if (phase &&
 		fw_phase_start(&limit->period, fw_identity_hash64(id), &limit->start) != FW_STATUS_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("period is too long to derive a start from the key")));
+		fw_phase_error();
 }
 
 /*

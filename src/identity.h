@@ -77,6 +77,7 @@ typedef struct FwCall
 	FwIdentity	ids[FW_MAX_WINDOWS];
 	FwLimit		limits[FW_MAX_WINDOWS];
 	bool		shadow[FW_MAX_WINDOWS];
+	Interval	periods[FW_MAX_WINDOWS];	/* a policy's, as defined */
 	char		names[FW_MAX_WINDOWS][FW_MAX_COUNTER_NAME];
 } FwCall;
 
@@ -105,4 +106,6 @@ extern int	fw_period_id(const FwPeriod *period, char *buf);
 extern void fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
 							const TimestampTz *start, const int32 *capacity);
 extern void fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase);
+extern void fw_limit_check_now(const FwLimit *limit, bool phase, int64 now);
+extern void fw_window_range_error(void) pg_attribute_noreturn();
 #endif							/* FW_IDENTITY_H */

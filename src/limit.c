@@ -119,7 +119,7 @@ fw_read_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 				   PG_ARGISNULL(ARG_CAPACITY) ? NULL : &capacity);
 }
 
-/* The arguments of a named call, (name, key, cost); returns the policy. */
+/* The arguments of a named call, (name, key, cost). */
 enum
 {
 	NARG_NAME,
@@ -127,7 +127,7 @@ enum
 	NARG_COST
 };
 
-static const FwPolicy *
+static void
 fw_read_named_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 {
 	const char *name;
@@ -141,8 +141,7 @@ fw_read_named_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", "cost")));
-	return fw_call_named(call, mode, name, name_len, key, key_len,
-						 PG_GETARG_INT32(NARG_COST));
+	fw_call_named(call, mode, name, name_len, key, key_len, PG_GETARG_INT32(NARG_COST));
 }
 
 /*
@@ -337,7 +336,7 @@ fw_call(FunctionCallInfo fcinfo, FwMode mode, bool named)
 	FwDecision	answer;
 
 	if (named)
-		(void) fw_read_named_args(fcinfo, mode, &call);
+		fw_read_named_args(fcinfo, mode, &call);
 	else
 		fw_read_args(fcinfo, mode, &call);
 
@@ -431,7 +430,6 @@ fw_windows(FunctionCallInfo fcinfo, FwMode mode)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FwCall		call;
 	FwOutcome	outcome;
-	const FwPolicy *policy;
 	int			i;
 
 	fw_init_materialized_srf(fcinfo);
@@ -440,7 +438,7 @@ fw_windows(FunctionCallInfo fcinfo, FwMode mode)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("function returning rows of %d columns called with a row of %d",
 						WIN_NATTS, rsinfo->setDesc->natts)));
-	policy = fw_read_named_args(fcinfo, mode, &call);
+	fw_read_named_args(fcinfo, mode, &call);
 	fw_apply(&call, &outcome);
 
 	for (i = 0; i < call.n; i++)
@@ -452,7 +450,7 @@ fw_windows(FunctionCallInfo fcinfo, FwMode mode)
 		int64		window_start;
 		int64		k;
 
-		values[WIN_PERIOD] = IntervalPGetDatum(&policy->windows[i].period);
+		values[WIN_PERIOD] = IntervalPGetDatum(&call.periods[i]);
 		values[WIN_RATE] = Int32GetDatum(call.limits[i].rate);
 		values[WIN_CAPACITY] = Int32GetDatum(call.limits[i].capacity);
 		values[WIN_SHADOW] = BoolGetDatum(call.shadow[i]);
@@ -508,7 +506,7 @@ fw_refund_call(FunctionCallInfo fcinfo, bool named)
 	FwOutcome	outcome;
 
 	if (named)
-		(void) fw_read_named_args(fcinfo, FW_MODE_REFUND, &call);
+		fw_read_named_args(fcinfo, FW_MODE_REFUND, &call);
 	else
 		fw_read_args(fcinfo, FW_MODE_REFUND, &call);
 	fw_apply(&call, &outcome);

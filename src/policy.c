@@ -10,12 +10,33 @@
  * (fw_policy_changed) invalidates their relcache entries, which every
  * backend hears of when the change commits.
  *
- * A backend reads a policy once, with all its overrides, into a cache
- * keyed by name, and drops the whole cache when it hears of a change to
- * either table (or of a relcache reset).  Each named call first takes in
- * the invalidation messages that have arrived, so that once a change has
- * committed no call anywhere uses the definitions before it, without
- * reconnecting and without a catalog lookup per call.
+ * Two caches, in one memory context:
+ *
+ *	- policies, by name: the windows of a policy, and whether any key of it
+ *	  has an override or an exemption;
+ *	- keys, by a 64-bit hash of (policy, key), for policies that have
+ *	  overrides only: the key's overrides, or that it has none.  A key is
+ *	  read when first called, through fw_override's primary key, so that a
+ *	  policy with many overrides costs one index probe per key after a
+ *	  change, not a read of all its overrides in every backend.  The cache
+ *	  holds at most FW_KEY_CACHE_ENTRIES keys (FW_KEY_CACHE_BYTES of text),
+ *	  then starts afresh.
+ *
+ * What a call reads is always one definition: a policy's windows and
+ * whether it has overrides come from one snapshot, and a key read later
+ * comes with the windows read again from that key's snapshot; when those
+ * differ from the cached ones, a change is on its way, the key is answered
+ * from what was just read and nothing is cached until the change arrives.
+ *
+ * Invalidation.  Each named call first takes in the invalidation messages
+ * that have arrived, so that once a change has committed no call anywhere
+ * uses the definitions before it, without reconnecting.  The relcache
+ * callback only counts them (fw_policy_generation): opening a relation,
+ * locking it or looking up the catalog can run the callback in the middle
+ * of a read, and nothing that a caller holds may be freed or changed under
+ * it.  The caches are dropped at the start of the next lookup, when no
+ * pointer into them is held.  A lookup copies what it returns into the
+ * caller's FwPolicyKey.
  *
  * The tables are read directly, through their primary keys and without
  * privilege checks: callers need no privilege on them, and fw_override,
@@ -45,6 +66,10 @@
 
 #include "catalog.h"
 #include "policy.h"
+
+/* How many keys, and how many bytes of their text, the key cache holds. */
+#define FW_KEY_CACHE_ENTRIES	65536
+#define FW_KEY_CACHE_BYTES		(16 * 1024 * 1024)
 
 /* The columns of fw_policy, in order. */
 enum
@@ -81,36 +106,66 @@ static const Oid fw_override_types[OVR_NATTS] = {
 	TEXTOID, TEXTOID, TEXTOID, INTERVALOID, INT4OID, INT4OID, NAMEOID
 };
 
+/* A policy in the cache: its windows, without any key's overrides. */
 typedef struct FwPolicyEntry
 {
-	char		name[FW_MAX_NAME_BYTES + 1];	/* hash key */
-	FwPolicy	policy;
+	char		name[FW_MAX_NAME_BYTES + 1];	/* hash key, zero-padded */
+	int			name_len;
+	int			nwindows;
+	FwPolicyWindow windows[FW_MAX_WINDOWS]; /* shortest first (fw_window_cmp) */
+	bool		has_overrides;	/* a key of it has an override or exemption */
 } FwPolicyEntry;
 
-static MemoryContext fw_policy_context = NULL;
-static HTAB *fw_policy_cache = NULL;
-static uint64 fw_policy_generation = 0; /* bumped by every invalidation */
+/* One key's overrides of a policy. */
+typedef struct FwKeyOverrides
+{
+	bool		exempt;
+	int32		rate[FW_MAX_WINDOWS];	/* 0: the window's own */
+	int32		capacity[FW_MAX_WINDOWS];
+} FwKeyOverrides;
+
+/* A key of a policy with overrides, in the cache. */
+typedef struct FwKeyEntry
+{
+	uint64		hash;			/* hash key: fw_identity_hash64 of (policy, key) */
+	char	   *text;			/* the policy's name, then the key */
+	int			name_len;
+	int			key_len;
+	FwKeyOverrides overrides;
+} FwKeyEntry;
+
+static MemoryContext fw_policy_context = NULL;	/* both caches */
+static MemoryContext fw_keys_context = NULL;	/* the keys, a child of it */
+static HTAB *fw_policies = NULL;
+static HTAB *fw_keys = NULL;
+static Size fw_keys_bytes = 0;
+
+/*
+ * Invalidations counted by the callback, and the count the caches were
+ * built at: when they differ the caches are stale.
+ */
+static uint64 fw_policy_generation = 1;
+static uint64 fw_cache_generation = 0;
+
+/* The policy found last, while the caches stand: most calls name it again. */
+static FwPolicyEntry *fw_policy_last = NULL;
+
+/*
+ * The definition tables, whose invalidations concern the caches.  Written
+ * by the readers only, never by the callback.
+ */
 static Oid	fw_policy_relid = InvalidOid;
 static Oid	fw_override_relid = InvalidOid;
 static bool fw_policy_callback_registered = false;
 
-/* The policy found last, while no invalidation came since: most calls name it again. */
-static FwPolicy *fw_policy_last = NULL;
-static uint64 fw_policy_last_generation = 0;
-
 static void
 fw_policy_invalidate(Datum arg, Oid relid)
 {
-	if (relid != InvalidOid && relid != fw_policy_relid && relid != fw_override_relid)
-		return;
-	fw_policy_generation++;
-	fw_policy_relid = fw_override_relid = InvalidOid;
-	fw_policy_cache = NULL;
-	if (fw_policy_context != NULL)
-		MemoryContextReset(fw_policy_context);
+	if (relid == InvalidOid || relid == fw_policy_relid || relid == fw_override_relid)
+		fw_policy_generation++;
 }
 
-static void
+static void pg_attribute_noreturn()
 fw_policy_reinstall_error(const char *relname)
 {
 	ereport(ERROR,
@@ -121,14 +176,17 @@ fw_policy_reinstall_error(const char *relname)
 
 /*
  * Open one of the definition tables and its primary key, checking columns;
- * returns false if the table does not exist (the extension is older).
+ * returns false if the table does not exist (the extension is older).  The
+ * relation id is the caller's until the relation is open: the lookups and
+ * the lock may take in invalidations.
  */
 static bool
 fw_policy_open(const char *relname, const Oid *types, int natts,
-			   Relation *rel, Relation *index, Oid *relid)
+			   Relation *rel, Relation *index, Oid *filter)
 {
 	Oid			schema = fw_extension_schema();
-	char	   *indexname = psprintf("%s_pkey", relname);
+	char		indexname[NAMEDATALEN];
+	Oid			relid;
 	Oid			indexid;
 	TupleDesc	tupdesc;
 	int			i;
@@ -138,17 +196,19 @@ fw_policy_open(const char *relname, const Oid *types, int natts,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"fixed_window\" is not installed in this database"),
 				 errhint("Run CREATE EXTENSION fixed_window.")));
-	*relid = get_relname_relid(relname, schema);
+	snprintf(indexname, sizeof(indexname), "%s_pkey", relname);
+	relid = get_relname_relid(relname, schema);
 	indexid = get_relname_relid(indexname, schema);
-	if (!OidIsValid(*relid))
+	if (!OidIsValid(relid))
 		return false;			/* an installation older than 1.1 */
 	if (!OidIsValid(indexid))
 		fw_policy_reinstall_error(relname);
 
-	*rel = table_open(*relid, AccessShareLock);
+	*rel = table_open(relid, AccessShareLock);
 	*index = index_open(indexid, AccessShareLock);
+	*filter = relid;
 	tupdesc = RelationGetDescr(*rel);
-	if ((*index)->rd_index->indrelid != *relid || tupdesc->natts != natts)
+	if ((*index)->rd_index->indrelid != relid || tupdesc->natts != natts)
 		fw_policy_reinstall_error(relname);
 	for (i = 0; i < natts; i++)
 	{
@@ -167,28 +227,28 @@ fw_policy_close(Relation rel, Relation index)
 	table_close(rel, AccessShareLock);
 }
 
-/* A text column's bytes, copied with a terminating zero. */
-static char *
+static Datum
+fw_column(HeapTuple tuple, TupleDesc tupdesc, int col, bool *isnull)
+{
+	return heap_getattr(tuple, col + 1, tupdesc, isnull);
+}
+
+/* A text column's bytes, and their length; "" for NULL. */
+static const char *
 fw_text_column(HeapTuple tuple, TupleDesc tupdesc, int col, int *len)
 {
 	bool		isnull;
-	Datum		value = heap_getattr(tuple, col + 1, tupdesc, &isnull);
+	Datum		value = fw_column(tuple, tupdesc, col, &isnull);
 	text	   *t;
 
 	if (isnull)
 	{
 		*len = 0;
-		return pstrdup("");
+		return "";
 	}
 	t = DatumGetTextPP(value);
 	*len = VARSIZE_ANY_EXHDR(t);
-	return pnstrdup(VARDATA_ANY(t), *len);
-}
-
-static Datum
-fw_column(HeapTuple tuple, TupleDesc tupdesc, int col, bool *isnull)
-{
-	return heap_getattr(tuple, col + 1, tupdesc, isnull);
+	return VARDATA_ANY(t);
 }
 
 /* Byte strings in the order of the "C" collation: bytes, then length. */
@@ -220,36 +280,59 @@ fw_window_cmp(const void *a, const void *b)
 	return fw_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len);
 }
 
-/* Read the windows of a policy; returns false if it has none. */
+/* Whether two reads of a policy found the same windows. */
 static bool
-fw_policy_read_windows(FwPolicy *policy, text *name, Snapshot snapshot)
+fw_windows_equal(const FwPolicyEntry *a, const FwPolicyEntry *b)
 {
-	Relation	rel;
-	Relation	index;
+	int			i;
+
+	if (a->nwindows != b->nwindows)
+		return false;
+	for (i = 0; i < a->nwindows; i++)
+	{
+		const FwPolicyWindow *x = &a->windows[i];
+		const FwPolicyWindow *y = &b->windows[i];
+
+		if (x->limit.period.months != y->limit.period.months ||
+			x->limit.period.span != y->limit.period.span ||
+			x->limit.start != y->limit.start ||
+			x->limit.rate != y->limit.rate ||
+			x->limit.capacity != y->limit.capacity ||
+			x->phase != y->phase || x->shadow != y->shadow ||
+			x->period.month != y->period.month || x->period.day != y->period.day ||
+			x->period.time != y->period.time ||
+			fw_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Read the windows of a policy into entry, as of snapshot. */
+static void
+fw_policy_read_windows(Relation rel, Relation index, Snapshot snapshot,
+					   text *name, FwPolicyEntry *entry)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
-	policy->nwindows = 0;
-	if (!fw_policy_open("fw_policy", fw_policy_types, POL_NATTS, &rel, &index, &fw_policy_relid))
-		return false;
 	ScanKeyInit(&key, POL_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
 	scan = systable_beginscan_ordered(rel, index, snapshot, 1, &key);
 	while ((tuple = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
-		TupleDesc	tupdesc = RelationGetDescr(rel);
 		FwPolicyWindow *window;
 		bool		isnull;
 		TimestampTz start;
 		int32		capacity;
-		char	   *period_id;
+		const char *period_id;
 
-		if (policy->nwindows == FW_MAX_WINDOWS)
+		if (entry->nwindows == FW_MAX_WINDOWS)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("rate limit policy \"%s\" has more than %d windows",
-							policy->name, FW_MAX_WINDOWS)));
-		window = &policy->windows[policy->nwindows++];
+							entry->name, FW_MAX_WINDOWS)));
+		window = &entry->windows[entry->nwindows++];
 		window->period = *DatumGetIntervalP(fw_column(tuple, tupdesc, POL_PERIOD, &isnull));
 		start = DatumGetTimestampTz(fw_column(tuple, tupdesc, POL_START, &window->phase));
 		capacity = DatumGetInt32(fw_column(tuple, tupdesc, POL_CAPACITY, &isnull));
@@ -265,243 +348,331 @@ fw_policy_read_windows(FwPolicy *policy, text *name, Snapshot snapshot)
 		memcpy(window->period_id, period_id, window->period_id_len);
 	}
 	systable_endscan_ordered(scan);
-	fw_policy_close(rel, index);
-	qsort(policy->windows, policy->nwindows, sizeof(FwPolicyWindow), fw_window_cmp);
-	return policy->nwindows > 0;
+	qsort(entry->windows, entry->nwindows, sizeof(FwPolicyWindow), fw_window_cmp);
 }
 
-static int
-fw_override_cmp(const void *a, const void *b)
+/* Whether any key of the policy has an override or an exemption. */
+static bool
+fw_policy_read_any_override(Relation rel, Relation index, Snapshot snapshot, text *name)
 {
-	const FwOverride *x = (const FwOverride *) a;
-	const FwOverride *y = (const FwOverride *) b;
-
-	return fw_bytes_cmp(x->key, x->key_len, y->key, y->key_len);
-}
-
-/* Read the overrides of a policy, one entry per key, sorted by key. */
-static void
-fw_policy_read_overrides(FwPolicy *policy, text *name, Snapshot snapshot)
-{
-	Relation	rel;
-	Relation	index;
 	ScanKeyData key;
 	SysScanDesc scan;
-	HeapTuple	tuple;
-	int			allocated = 0;
+	bool		found;
 
-	if (!fw_policy_open("fw_override", fw_override_types, OVR_NATTS, &rel, &index, &fw_override_relid))
-		fw_policy_reinstall_error("fw_override");
 	ScanKeyInit(&key, OVR_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
 	scan = systable_beginscan_ordered(rel, index, snapshot, 1, &key);
-	policy->noverrides = 0;
-	policy->overrides = NULL;
+	found = systable_getnext_ordered(scan, ForwardScanDirection) != NULL;
+	systable_endscan_ordered(scan);
+	return found;
+}
+
+/* Read one key's overrides of a policy whose windows are in entry. */
+static void
+fw_policy_read_key(Relation rel, Relation index, Snapshot snapshot, text *name,
+				   text *keytext, const FwPolicyEntry *entry, FwKeyOverrides *overrides)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	memset(overrides, 0, sizeof(FwKeyOverrides));
+	ScanKeyInit(&keys[0], OVR_NAME + 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(name));
+	ScanKeyInit(&keys[1], OVR_KEY + 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(keytext));
+	scan = systable_beginscan_ordered(rel, index, snapshot, 2, keys);
 	while ((tuple = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
-		TupleDesc	tupdesc = RelationGetDescr(rel);
-		FwOverride *override;
-		int			key_len;
-		char	   *keytext = fw_text_column(tuple, tupdesc, OVR_KEY, &key_len);
 		int			period_id_len;
-		char	   *period_id = fw_text_column(tuple, tupdesc, OVR_PERIOD_ID, &period_id_len);
+		const char *period_id = fw_text_column(tuple, tupdesc, OVR_PERIOD_ID, &period_id_len);
 		bool		rate_null;
 		Datum		rate = fw_column(tuple, tupdesc, OVR_RATE, &rate_null);
 		bool		capacity_null;
 		Datum		capacity = fw_column(tuple, tupdesc, OVR_CAPACITY, &capacity_null);
 		int			i;
 
-		/* rows come in key order: a new key starts a new entry */
-		if (policy->noverrides == 0 ||
-			policy->overrides[policy->noverrides - 1].key_len != key_len ||
-			memcmp(policy->overrides[policy->noverrides - 1].key, keytext, key_len) != 0)
-		{
-			if (policy->noverrides == allocated)
-			{
-				allocated = Max(16, allocated * 2);
-				policy->overrides = policy->overrides ?
-					repalloc_huge(policy->overrides, sizeof(FwOverride) * allocated) :
-					palloc_extended(sizeof(FwOverride) * allocated, MCXT_ALLOC_HUGE);
-			}
-			override = &policy->overrides[policy->noverrides++];
-			memset(override, 0, sizeof(FwOverride));
-			override->key = keytext;
-			override->key_len = key_len;
-		}
-		override = &policy->overrides[policy->noverrides - 1];
-
 		if (period_id_len == 0 && rate_null)
 		{
-			override->exempt = true;
+			overrides->exempt = true;
 			continue;
 		}
 		/* an override of a window the policy no longer has does nothing */
-		for (i = 0; i < policy->nwindows; i++)
+		for (i = 0; i < entry->nwindows; i++)
 		{
-			FwPolicyWindow *window = &policy->windows[i];
+			const FwPolicyWindow *window = &entry->windows[i];
 
 			if (rate_null || window->period_id_len != period_id_len ||
 				memcmp(window->period_id, period_id, period_id_len) != 0)
 				continue;
-			override->rate[i] = DatumGetInt32(rate);
-			override->capacity[i] = capacity_null ? DatumGetInt32(rate) : DatumGetInt32(capacity);
-			if (override->rate[i] <= 0 || override->capacity[i] < override->rate[i])
+			overrides->rate[i] = DatumGetInt32(rate);
+			overrides->capacity[i] = capacity_null ? DatumGetInt32(rate) : DatumGetInt32(capacity);
+			if (overrides->rate[i] <= 0 || overrides->capacity[i] < overrides->rate[i])
 				fw_policy_reinstall_error("fw_override");
 		}
 	}
 	systable_endscan_ordered(scan);
-	fw_policy_close(rel, index);
-
-	/* the index's order is that of the key column's collation: make it bytes' */
-	if (policy->noverrides > 1)
-		qsort(policy->overrides, policy->noverrides, sizeof(FwOverride), fw_override_cmp);
-}
-
-/* Copy a policy read in a short-lived context into the cache's. */
-static void
-fw_policy_keep(FwPolicy *dst, const FwPolicy *src)
-{
-	int			i;
-
-	*dst = *src;
-	if (src->noverrides == 0)
-		return;
-	dst->overrides = MemoryContextAllocHuge(fw_policy_context,
-											sizeof(FwOverride) * src->noverrides);
-	for (i = 0; i < src->noverrides; i++)
-	{
-		char	   *key = MemoryContextAlloc(fw_policy_context, src->overrides[i].key_len + 1);
-
-		memcpy(key, src->overrides[i].key, src->overrides[i].key_len);
-		dst->overrides[i] = src->overrides[i];
-		dst->overrides[i].key = key;
-	}
 }
 
 /*
- * The policy called name, from the cache or read now, or NULL if there is
- * none.  The result is valid until the next lookup.
+ * Read a policy from the tables, all from one snapshot: its windows into
+ * entry, and either whether it has overrides (key NULL) or the overrides of
+ * one key.  Returns false if the policy has no window.
  */
-const FwPolicy *
-fw_policy_find(const char *name, int name_len)
+static bool
+fw_policy_read(const char *name, int name_len, const char *key, int key_len,
+			   FwPolicyEntry *entry, FwKeyOverrides *overrides)
 {
-	char		hashkey[FW_MAX_NAME_BYTES + 1];
-	FwPolicyEntry *entry;
-	bool		found;
-	FwPolicy   *policy;
-	text	   *name_text;
-	MemoryContext oldcontext;
-	MemoryContext readcontext;
+	Relation	policy_rel;
+	Relation	policy_index;
+	Relation	override_rel;
+	Relation	override_index;
+	Snapshot	snapshot;
+	text	   *name_text = cstring_to_text_with_len(name, name_len);
 
-	Assert(name_len <= FW_MAX_NAME_BYTES);
+	memset(entry, 0, sizeof(FwPolicyEntry));
+	memcpy(entry->name, name, name_len);
+	entry->name_len = name_len;
+	if (overrides != NULL)
+		memset(overrides, 0, sizeof(FwKeyOverrides));
 
-	/* hear of changes committed since the last call */
-	AcceptInvalidationMessages();
+	if (!fw_policy_open("fw_policy", fw_policy_types, POL_NATTS,
+						&policy_rel, &policy_index, &fw_policy_relid))
+		return false;			/* an installation older than 1.1 */
+	if (!fw_policy_open("fw_override", fw_override_types, OVR_NATTS,
+						&override_rel, &override_index, &fw_override_relid))
+		fw_policy_reinstall_error("fw_override");
 
-	if (fw_policy_last != NULL && fw_policy_last_generation == fw_policy_generation &&
-		fw_policy_last->name_len == name_len &&
-		memcmp(fw_policy_last->name, name, name_len) == 0)
-		return fw_policy_last;
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	fw_policy_read_windows(policy_rel, policy_index, snapshot, name_text, entry);
+	if (entry->nwindows > 0 && key == NULL)
+		entry->has_overrides = fw_policy_read_any_override(override_rel, override_index,
+														   snapshot, name_text);
+	else if (entry->nwindows > 0)
+		fw_policy_read_key(override_rel, override_index, snapshot, name_text,
+						   cstring_to_text_with_len(key, key_len), entry, overrides);
+	UnregisterSnapshot(snapshot);
 
-	memset(hashkey, 0, sizeof(hashkey));
-	memcpy(hashkey, name, name_len);
-	if (fw_policy_cache != NULL)
-	{
-		entry = hash_search(fw_policy_cache, hashkey, HASH_FIND, NULL);
-		if (entry != NULL)
-		{
-			fw_policy_last = &entry->policy;
-			fw_policy_last_generation = fw_policy_generation;
-			return fw_policy_last;
-		}
-	}
+	fw_policy_close(override_rel, override_index);
+	fw_policy_close(policy_rel, policy_index);
+	return entry->nwindows > 0;
+}
+
+/*
+ * Drop the caches when an invalidation came since they were built, and
+ * create them if needed.  Called where no pointer into them is held.
+ */
+static void
+fw_policy_caches(void)
+{
+	HASHCTL		ctl;
 
 	if (!fw_policy_callback_registered)
 	{
 		CacheRegisterRelcacheCallback(fw_policy_invalidate, (Datum) 0);
 		fw_policy_callback_registered = true;
 	}
+	if (fw_cache_generation == fw_policy_generation && fw_policies != NULL)
+		return;
+
 	if (fw_policy_context == NULL)
 		fw_policy_context = AllocSetContextCreate(CacheMemoryContext,
 												  "fixed_window policies",
 												  ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(fw_policy_context);
+	fw_keys_context = AllocSetContextCreate(fw_policy_context,
+											"fixed_window policy keys",
+											ALLOCSET_DEFAULT_SIZES);
+	fw_policies = NULL;
+	fw_keys = NULL;
+	fw_keys_bytes = 0;
+	fw_policy_last = NULL;
 
-	/*
-	 * Read it in a context of its own; if an invalidation arrives while
-	 * reading (opening the tables takes in messages), read it again.
-	 */
-	readcontext = AllocSetContextCreate(CurrentMemoryContext,
-										"fixed_window policy read",
-										ALLOCSET_DEFAULT_SIZES);
-	oldcontext = MemoryContextSwitchTo(readcontext);
-	policy = palloc0(sizeof(FwPolicy));
-	memcpy(policy->name, name, name_len);
-	policy->name_len = name_len;
-	name_text = cstring_to_text_with_len(name, name_len);
-	for (;;)
-	{
-		uint64		generation = fw_policy_generation;
-		Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-		bool		defined;
-
-		defined = fw_policy_read_windows(policy, name_text, snapshot);
-		if (defined)
-			fw_policy_read_overrides(policy, name_text, snapshot);
-		UnregisterSnapshot(snapshot);
-		if (generation != fw_policy_generation)
-			continue;
-		if (!defined)
-		{
-			MemoryContextSwitchTo(oldcontext);
-			MemoryContextDelete(readcontext);
-			return NULL;
-		}
-		break;
-	}
-	MemoryContextSwitchTo(oldcontext);
-
-	if (fw_policy_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = FW_MAX_NAME_BYTES + 1;
-		ctl.entrysize = sizeof(FwPolicyEntry);
-		ctl.hcxt = fw_policy_context;
-		fw_policy_cache = hash_create("fixed_window policies", 16, &ctl,
-									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	entry = hash_search(fw_policy_cache, hashkey, HASH_ENTER, &found);
-	fw_policy_keep(&entry->policy, policy);
-	MemoryContextDelete(readcontext);
-	fw_policy_last = &entry->policy;
-	fw_policy_last_generation = fw_policy_generation;
-	return fw_policy_last;
+	ctl.keysize = FW_MAX_NAME_BYTES + 1;
+	ctl.entrysize = sizeof(FwPolicyEntry);
+	ctl.hcxt = fw_policy_context;
+	fw_policies = hash_create("fixed_window policies", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	fw_cache_generation = fw_policy_generation;
 }
 
-/* The policy called name; an undefined name is an error. */
-const FwPolicy *
-fw_policy_get(const char *name, int name_len)
+/* The key cache, created empty when missing or full. */
+static HTAB *
+fw_key_cache(Size more_bytes)
 {
-	const FwPolicy *policy = fw_policy_find(name, name_len);
+	HASHCTL		ctl;
 
-	if (policy == NULL)
+	if (fw_keys != NULL &&
+		(hash_get_num_entries(fw_keys) >= FW_KEY_CACHE_ENTRIES ||
+		 fw_keys_bytes + more_bytes > FW_KEY_CACHE_BYTES))
+	{
+		MemoryContextReset(fw_keys_context);
+		fw_keys = NULL;
+	}
+	if (fw_keys == NULL)
+	{
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(FwKeyEntry);
+		ctl.hcxt = fw_keys_context;
+		fw_keys = hash_create("fixed_window policy keys", 256, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		fw_keys_bytes = 0;
+	}
+	return fw_keys;
+}
+
+/* The cached overrides of a key, or NULL. */
+static const FwKeyOverrides *
+fw_key_find(uint64 hash, const char *name, int name_len, const char *key, int key_len)
+{
+	FwKeyEntry *entry = hash_search(fw_key_cache(0), &hash, HASH_FIND, NULL);
+
+	if (entry == NULL || entry->name_len != name_len || entry->key_len != key_len ||
+		memcmp(entry->text, name, name_len) != 0 ||
+		memcmp(entry->text + name_len, key, key_len) != 0)
+		return NULL;
+	return &entry->overrides;
+}
+
+/* Keep the overrides of a key; another key of the same hash gives way. */
+static void
+fw_key_keep(uint64 hash, const char *name, int name_len, const char *key, int key_len,
+			const FwKeyOverrides *overrides)
+{
+	FwKeyEntry *entry = hash_search(fw_key_cache(name_len + key_len), &hash, HASH_ENTER, NULL);
+
+	entry->hash = hash;
+	entry->text = MemoryContextAlloc(fw_keys_context, name_len + key_len);
+	memcpy(entry->text, name, name_len);
+	memcpy(entry->text + name_len, key, key_len);
+	entry->name_len = name_len;
+	entry->key_len = key_len;
+	entry->overrides = *overrides;
+	fw_keys_bytes += name_len + key_len;
+}
+
+/* Copy a policy's windows, with a key's overrides, to the caller. */
+static void
+fw_policy_copy(const FwPolicyEntry *entry, const FwKeyOverrides *overrides, FwPolicyKey *policy)
+{
+	int			i;
+
+	policy->nwindows = entry->nwindows;
+	memcpy(policy->windows, entry->windows, sizeof(FwPolicyWindow) * entry->nwindows);
+	policy->exempt = false;
+	if (overrides == NULL)
+		return;
+	policy->exempt = overrides->exempt;
+	for (i = 0; i < entry->nwindows; i++)
+	{
+		if (overrides->rate[i] > 0)
+		{
+			policy->windows[i].limit.rate = overrides->rate[i];
+			policy->windows[i].limit.capacity = overrides->capacity[i];
+		}
+	}
+}
+
+/*
+ * The cached policy called name, or NULL; read and cached now if it is not
+ * in the cache, in which case *fresh holds it when it cannot be cached.
+ * Returns fresh with nwindows 0 when there is no such policy.
+ */
+static const FwPolicyEntry *
+fw_policy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
+{
+	char		hashkey[FW_MAX_NAME_BYTES + 1];
+	FwPolicyEntry *entry = fw_policy_last;
+	uint64		generation = fw_policy_generation;
+
+	if (entry != NULL && entry->name_len == name_len && memcmp(entry->name, name, name_len) == 0)
+		return entry;
+	memset(hashkey, 0, sizeof(hashkey));
+	memcpy(hashkey, name, name_len);
+	entry = hash_search(fw_policies, hashkey, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		if (!fw_policy_read(name, name_len, NULL, 0, fresh, NULL))
+			return fresh;
+		/* cached only if no change was heard of while reading */
+		if (generation != fw_policy_generation)
+			return fresh;
+		entry = hash_search(fw_policies, hashkey, HASH_ENTER, NULL);
+		*entry = *fresh;
+	}
+	fw_policy_last = entry;
+	return entry;
+}
+
+/*
+ * The policy called name, as the key sees it (key NULL: the windows alone),
+ * into *policy; returns false if there is no such policy.
+ */
+bool
+fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
+				 FwPolicyKey *policy)
+{
+	FwPolicyEntry fresh;
+	FwPolicyEntry with_key;
+	const FwPolicyEntry *entry;
+	const FwKeyOverrides *cached;
+	FwKeyOverrides overrides;
+	FwIdentity	id;
+	uint64		hash;
+	uint64		generation;
+
+	Assert(name_len <= FW_MAX_NAME_BYTES);
+
+	/* hear of changes committed since the last call, and drop what they end */
+	AcceptInvalidationMessages();
+	fw_policy_caches();
+
+	entry = fw_policy_entry(name, name_len, &fresh);
+	if (entry->nwindows == 0)
+		return false;
+	if (key == NULL || !entry->has_overrides)
+	{
+		fw_policy_copy(entry, NULL, policy);
+		return true;
+	}
+
+	/* a policy with overrides: the key's, from the cache */
+	memset(&id, 0, sizeof(id));
+	id.name = name;
+	id.name_len = name_len;
+	id.key = key;
+	id.key_len = key_len;
+	hash = fw_identity_hash64(&id);
+	if (entry != &fresh &&
+		(cached = fw_key_find(hash, name, name_len, key, key_len)) != NULL)
+	{
+		fw_policy_copy(entry, cached, policy);
+		return true;
+	}
+
+	/*
+	 * Or read now, with the windows again, from one snapshot.  Windows that
+	 * differ from the cached ones mean a change whose invalidation has not
+	 * arrived yet: the key is answered from what was read, and nothing is
+	 * cached.
+	 */
+	generation = fw_policy_generation;
+	if (!fw_policy_read(name, name_len, key, key_len, &with_key, &overrides))
+		return false;
+	fw_policy_copy(&with_key, &overrides, policy);
+	if (entry != &fresh && generation == fw_policy_generation &&
+		fw_windows_equal(entry, &with_key))
+		fw_key_keep(hash, name, name_len, key, key_len, &overrides);
+	return true;
+}
+
+/* The same; an undefined name is an error. */
+void
+fw_policy_get(const char *name, int name_len, const char *key, int key_len,
+			  FwPolicyKey *policy)
+{
+	if (!fw_policy_lookup(name, name_len, key, key_len, policy))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("rate limit policy \"%s\" does not exist",
 						pnstrdup(name, name_len)),
 				 errhint("Define it with fw_define(name, rate, period), or give rate and period in the call.")));
-	return policy;
-}
-
-/* The overrides of one key of a policy, or NULL. */
-const FwOverride *
-fw_policy_override(const FwPolicy *policy, const char *key, int key_len)
-{
-	FwOverride	probe;
-
-	if (policy->noverrides == 0)
-		return NULL;
-	probe.key = key;
-	probe.key_len = key_len;
-	return bsearch(&probe, policy->overrides, policy->noverrides, sizeof(FwOverride),
-				   fw_override_cmp);
 }

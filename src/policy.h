@@ -4,6 +4,9 @@
  *	  Named policies: the definitions of fw_policy and fw_override, cached
  *	  in each backend.
  *
+ * What a lookup returns is a copy the caller owns: nothing it holds points
+ * into the cache, which any relation open, lock or catalog lookup may drop.
+ *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
  *-------------------------------------------------------------------------
@@ -24,29 +27,21 @@ typedef struct FwPolicyWindow
 	int			period_id_len;
 } FwPolicyWindow;
 
-/* One key's overrides of a policy. */
-typedef struct FwOverride
+/*
+ * A policy as one key sees it: its windows, shortest first, with the key's
+ * overrides applied to their rates and capacities, all read from one
+ * snapshot of the definition tables.
+ */
+typedef struct FwPolicyKey
 {
-	const char *key;
-	int			key_len;
-	bool		exempt;			/* never denied */
-	int32		rate[FW_MAX_WINDOWS];	/* 0: the window's own */
-	int32		capacity[FW_MAX_WINDOWS];
-} FwOverride;
-
-typedef struct FwPolicy
-{
-	char		name[FW_MAX_NAME_BYTES + 1];
-	int			name_len;
 	int			nwindows;
-	FwPolicyWindow windows[FW_MAX_WINDOWS]; /* shortest first (fw_window_cmp) */
-	int			noverrides;
-	FwOverride *overrides;		/* sorted by key */
-} FwPolicy;
+	FwPolicyWindow windows[FW_MAX_WINDOWS];
+	bool		exempt;			/* the key is never denied, spends nothing */
+} FwPolicyKey;
 
-extern const FwPolicy *fw_policy_find(const char *name, int name_len);
-extern const FwPolicy *fw_policy_get(const char *name, int name_len);
-extern const FwOverride *fw_policy_override(const FwPolicy *policy,
-											const char *key, int key_len);
+extern bool fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
+							 FwPolicyKey *policy);
+extern void fw_policy_get(const char *name, int name_len, const char *key, int key_len,
+						  FwPolicyKey *policy);
 
 #endif							/* FW_POLICY_H */

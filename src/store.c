@@ -103,11 +103,7 @@ fw_apply(const FwCall *call, FwOutcome *outcome)
 	}
 
 	if (result == FW_APPLY_OUT_OF_RANGE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("window boundary out of range"),
-				 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
-				 errhint("Use a shorter period or a start closer to the present.")));
+		fw_window_range_error();
 	if (full && fw_fail_open)
 	{
 		static TimestampTz last_warning = 0;

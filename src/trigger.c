@@ -355,7 +355,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 				 errdetail("Names may have %d bytes and keys %d.", FW_MAX_NAME_BYTES, FW_MAX_KEY_BYTES)));
 
 	if (named)
-		(void) fw_call_named(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key), cost);
+		fw_call_named(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key), cost);
 	else
 		fw_call_inline(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key),
 					   rate, DatumGetIntervalP(period), &start, cost, NULL);

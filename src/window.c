@@ -281,6 +281,23 @@ fw_phase_start(const FwPeriod *period, uint64 hash, int64 *start)
 }
 
 /*
+ * The earliest and the latest start fw_phase_start gives, over all hashes:
+ * the Unix epoch, and the last microsecond of the window that begins there.
+ */
+FwStatus
+fw_phase_range(const FwPeriod *period, int64 *first, int64 *last)
+{
+	const int64 unix_epoch = -INT64CONST(946684800000000);
+	int64		first_end;
+
+	if (fw_window_boundary(period, unix_epoch, 1, &first_end) != FW_STATUS_OK)
+		return FW_STATUS_OUT_OF_RANGE;
+	*first = unix_epoch;
+	*last = first_end - 1;
+	return FW_STATUS_OK;
+}
+
+/*
  * Tokens after "windows" boundaries have granted "rate" each, up to
  * capacity.  Never overflows: the sum is only formed when below capacity.
  */

@@ -105,6 +105,7 @@ extern FwStatus fw_window_index(const FwPeriod *period, int64 start,
 								int64 t, int64 *k);
 extern FwStatus fw_phase_start(const FwPeriod *period, uint64 hash,
 							   int64 *start);
+extern FwStatus fw_phase_range(const FwPeriod *period, int64 *first, int64 *last);
 extern FwStatus fw_decide(const FwLimit *limit, const FwState *old,
 						  int64 now, FwDecision *decision);
 extern void fw_settle(const FwLimit *limits, const bool *shadow, int n,

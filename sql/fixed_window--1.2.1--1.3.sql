@@ -15,63 +15,21 @@ ALTER VIEW fw_counters SET (security_barrier = true);
 REVOKE ALL ON FUNCTION fw_refund(text, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fw_refund(text, text, integer, interval, timestamptz, integer, integer) FROM PUBLIC;
 
--- An override or exemption is written only while its policy exists, and
--- fw_undefine removes the overrides of what it removes: the two must not
--- interleave.  fw_override and fw_exempt rewrite the policy's rows they
--- depend on (changing nothing) before checking them, so that a concurrent
--- fw_undefine waits for them and then deletes their overrides too, or they
--- wait for it and find the policy gone; under REPEATABLE READ or
--- SERIALIZABLE the later of the two fails with a serialization error
--- instead.  1.2.1 checked without a lock: both succeeded, and the orphaned
--- override applied again to a policy later defined with the same name.
-CREATE OR REPLACE FUNCTION fw_override(name text, key text, rate integer, period interval,
-                                       capacity integer DEFAULT NULL)
+-- Changing definitions.
+--
+-- Every function that changes a policy first takes the policy's lock (an
+-- advisory lock, objsubid 18009 in pg_locks), held until the transaction
+-- ends: two changes of one policy wait for each other instead of
+-- deadlocking on their rows (an fw_override and an fw_unoverride of one key
+-- in two sessions deadlocked in 1.2.1).
+CREATE FUNCTION fw_lock_policy(name text)
 RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    id text := @extschema@.fw_window_id(fw_override.name, fw_override.key, fw_override.rate,
-                                        fw_override.period, NULL, fw_override.capacity);
-BEGIN
-    IF fw_override.key IS NULL THEN
-        RAISE EXCEPTION 'argument "key" must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    UPDATE @extschema@.fw_policy AS p SET rate = p.rate
-    WHERE p.name = fw_override.name AND p.period_id = id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'rate limit policy "%" has no window of %', fw_override.name, fw_override.period
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Define the window with fw_define first; fw_policies lists the windows.';
-    END IF;
-    INSERT INTO @extschema@.fw_override AS o
-    VALUES (fw_override.name, fw_override.key, id, fw_override.period, fw_override.rate,
-            coalesce(fw_override.capacity, fw_override.rate), @extschema@.fw_acting_role())
-    ON CONFLICT ON CONSTRAINT fw_override_pkey DO UPDATE
-        SET period = excluded.period, rate = excluded.rate, capacity = excluded.capacity,
-            created_by = excluded.created_by;
-END $$;
+AS 'MODULE_PATHNAME', 'fw_lock_policy'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION fw_lock_policy(text) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION fw_exempt(name text, key text)
-RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM @extschema@.fw_window_id(fw_exempt.name, fw_exempt.key, 1, '1 second', NULL, NULL);
-    IF fw_exempt.key IS NULL THEN
-        RAISE EXCEPTION 'argument "key" must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    UPDATE @extschema@.fw_policy AS p SET rate = p.rate WHERE p.name = fw_exempt.name;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'rate limit policy "%" does not exist', fw_exempt.name
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Define it with fw_define(name, rate, period) first.';
-    END IF;
-    INSERT INTO @extschema@.fw_override AS o
-    VALUES (fw_exempt.name, fw_exempt.key, '', NULL, NULL, NULL, @extschema@.fw_acting_role())
-    ON CONFLICT ON CONSTRAINT fw_override_pkey DO UPDATE SET created_by = excluded.created_by;
-END $$;
+COMMENT ON FUNCTION fw_lock_policy(text) IS
+'take the lock of a policy''s definition until the transaction ends (used by fw_define and its siblings)';
 
 -- A definition gets every check a call of it would make: 1.2.1 accepted
 -- fw_define('p', 10, '300000 years'), and every call of p then failed with
@@ -107,6 +65,7 @@ BEGIN
     END IF;
     PERFORM @extschema@.fw_window_in_range(fw_define.rate, fw_define.period, fw_define.start,
                                            fw_define.capacity);
+    PERFORM @extschema@.fw_lock_policy(fw_define.name);
     -- one definer at a time: the count of windows stays true
     LOCK TABLE @extschema@.fw_policy IN SHARE ROW EXCLUSIVE MODE;
     IF (SELECT count(*) FROM @extschema@.fw_policy AS p
@@ -123,4 +82,118 @@ BEGIN
     ON CONFLICT ON CONSTRAINT fw_policy_pkey DO UPDATE
         SET period = excluded.period, rate = excluded.rate, capacity = excluded.capacity,
             start = excluded.start, shadow = excluded.shadow, comment = excluded.comment;
+END $$;
+
+CREATE OR REPLACE FUNCTION fw_undefine(name text, period interval DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    id text := CASE WHEN fw_undefine.period IS NOT NULL
+                    THEN @extschema@.fw_window_id(fw_undefine.name, NULL, 1, fw_undefine.period, NULL, NULL) END;
+    removed integer;
+BEGIN
+    IF fw_undefine.name IS NULL THEN
+        RAISE EXCEPTION 'argument "name" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@.fw_lock_policy(fw_undefine.name);
+    DELETE FROM @extschema@.fw_policy AS p
+    WHERE p.name = fw_undefine.name AND (id IS NULL OR p.period_id = id);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    IF removed = 0 THEN
+        RAISE EXCEPTION 'rate limit policy "%" has no window %', fw_undefine.name,
+            coalesce('of ' || fw_undefine.period::text, 'at all')
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'fw_policies lists the policies and their windows.';
+    END IF;
+    -- overrides of what was removed go with it; with the whole policy, exemptions too
+    DELETE FROM @extschema@.fw_override AS o
+    WHERE o.name = fw_undefine.name AND (id IS NULL OR o.period_id = id);
+    RETURN removed;
+END $$;
+
+-- An override or exemption is written only while its policy exists, and
+-- fw_undefine removes the overrides of what it removes: the two must not
+-- interleave.  1.2.1 checked the policy without a lock: an fw_override
+-- during an fw_undefine both succeeded, and the orphaned override applied
+-- again to a policy later defined under the same name.  The policy's lock
+-- orders them under READ COMMITTED; and fw_override and fw_exempt rewrite
+-- the policy rows they depend on (changing nothing) before checking them,
+-- so that under REPEATABLE READ or SERIALIZABLE, where a transaction's
+-- snapshot may predate the other's commit, the later of the two fails with
+-- a serialization error instead of missing the other.
+CREATE OR REPLACE FUNCTION fw_override(name text, key text, rate integer, period interval,
+                                       capacity integer DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    id text := @extschema@.fw_window_id(fw_override.name, fw_override.key, fw_override.rate,
+                                        fw_override.period, NULL, fw_override.capacity);
+BEGIN
+    IF fw_override.key IS NULL THEN
+        RAISE EXCEPTION 'argument "key" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@.fw_lock_policy(fw_override.name);
+    UPDATE @extschema@.fw_policy AS p SET rate = p.rate
+    WHERE p.name = fw_override.name AND p.period_id = id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'rate limit policy "%" has no window of %', fw_override.name, fw_override.period
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Define the window with fw_define first; fw_policies lists the windows.';
+    END IF;
+    INSERT INTO @extschema@.fw_override AS o
+    VALUES (fw_override.name, fw_override.key, id, fw_override.period, fw_override.rate,
+            coalesce(fw_override.capacity, fw_override.rate), @extschema@.fw_acting_role())
+    ON CONFLICT ON CONSTRAINT fw_override_pkey DO UPDATE
+        SET period = excluded.period, rate = excluded.rate, capacity = excluded.capacity,
+            created_by = excluded.created_by;
+END $$;
+
+CREATE OR REPLACE FUNCTION fw_exempt(name text, key text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.fw_window_id(fw_exempt.name, fw_exempt.key, 1, '1 second', NULL, NULL);
+    IF fw_exempt.key IS NULL THEN
+        RAISE EXCEPTION 'argument "key" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@.fw_lock_policy(fw_exempt.name);
+    UPDATE @extschema@.fw_policy AS p SET rate = p.rate WHERE p.name = fw_exempt.name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'rate limit policy "%" does not exist', fw_exempt.name
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Define it with fw_define(name, rate, period) first.';
+    END IF;
+    INSERT INTO @extschema@.fw_override AS o
+    VALUES (fw_exempt.name, fw_exempt.key, '', NULL, NULL, NULL, @extschema@.fw_acting_role())
+    ON CONFLICT ON CONSTRAINT fw_override_pkey DO UPDATE SET created_by = excluded.created_by;
+END $$;
+
+CREATE OR REPLACE FUNCTION fw_unoverride(name text, key text, period interval DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    id text := CASE WHEN fw_unoverride.period IS NOT NULL
+                    THEN @extschema@.fw_window_id(fw_unoverride.name, fw_unoverride.key, 1,
+                                                  fw_unoverride.period, NULL, NULL) END;
+    removed integer;
+BEGIN
+    IF fw_unoverride.name IS NULL OR fw_unoverride.key IS NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null',
+            CASE WHEN fw_unoverride.name IS NULL THEN 'name' ELSE 'key' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM @extschema@.fw_lock_policy(fw_unoverride.name);
+    DELETE FROM @extschema@.fw_override AS o
+    WHERE o.name = fw_unoverride.name AND o.key = fw_unoverride.key
+      AND (id IS NULL OR o.period_id = id);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
 END $$;

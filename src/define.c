@@ -14,6 +14,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
@@ -24,6 +25,7 @@
 
 PG_FUNCTION_INFO_V1(fw_window_id);
 PG_FUNCTION_INFO_V1(fw_window_in_range);
+PG_FUNCTION_INFO_V1(fw_lock_policy);
 PG_FUNCTION_INFO_V1(fw_policy_changed);
 PG_FUNCTION_INFO_V1(fw_acting_role);
 
@@ -113,6 +115,37 @@ fw_window_in_range(PG_FUNCTION_ARGS)
 	bool		phase = fw_window_limit(fcinfo, 0, &limit);
 
 	fw_limit_check_now(&limit, phase, fw_clock_now());
+	PG_RETURN_VOID();
+}
+
+/*
+ * fw_lock_policy(name text) returns void
+ *
+ * Take the lock of a policy's definition until the transaction ends: every
+ * function that changes a policy takes it first, so that two changes of one
+ * policy (an override and the removal of another key's overrides, say)
+ * wait for each other instead of deadlocking on their rows.  An advisory
+ * lock with objsubid FW_LOCKTAG_POLICY in pg_locks, on the 64-bit hash of
+ * the name: two names of one hash only wait for each other.
+ */
+Datum
+fw_lock_policy(PG_FUNCTION_ARGS)
+{
+	text	   *name;
+	FwIdentity	id;
+	uint64		hash;
+	LOCKTAG		tag;
+
+	fw_require(fcinfo, 0, "name");
+	name = PG_GETARG_TEXT_PP(0);
+	memset(&id, 0, sizeof(id));
+	id.name = VARDATA_ANY(name);
+	id.name_len = VARSIZE_ANY_EXHDR(name);
+	id.key = "";
+	hash = fw_identity_hash64(&id);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
+						 FW_LOCKTAG_POLICY);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	PG_RETURN_VOID();
 }
 

@@ -26,6 +26,14 @@
 #define FW_MAX_PERIOD_ID	48
 #define FW_MAX_COUNTER_NAME	(FW_MAX_NAME_BYTES + 1 + FW_MAX_PERIOD_ID)
 
+/*
+ * The advisory locks of fixed_window, told apart from pg_advisory_lock's
+ * (objsubid 1 and 2) by their objsubid in pg_locks.
+ */
+#define FW_LOCKTAG_FIELD4	18007	/* a counter row being created (table) */
+#define FW_LOCKTAG_KEY		18008	/* a policy's call on a key (table) */
+#define FW_LOCKTAG_POLICY	18009	/* a change of a policy's definition */
+
 /* The identity of a counter: database, limit name and key, compared exactly. */
 typedef struct FwIdentity
 {

@@ -68,8 +68,6 @@
 
 #define FW_TABLE			"fw_counter"
 #define FW_TABLE_PKEY		"fw_counter_pkey"
-#define FW_LOCKTAG_FIELD4	18007	/* "FW"; pg_advisory_* use 1 and 2 */
-#define FW_LOCKTAG_KEY		18008	/* the key lock of a policy's call */
 #define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
 #define FW_OPEN_ATTEMPTS	2		/* the table found anew once, after a drop */
 

@@ -19,19 +19,26 @@ OBJS = \
 	src/trigger.o \
 	src/window.o
 # A fresh install of the current version runs the same scripts an update
-# does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them.
+# does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them,
+# and so is the router's.  Update scripts of both extensions that end with
+# the HTTP functions they share are built from a .sql.in and that text.
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
+PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
 UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
 	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql
-DATA = sql/fixed_window--1.0.sql $(UPGRADES) sql/fixed_window_proxy--1.0.sql
-DATA_built = sql/fixed_window--$(EXTVERSION).sql
+PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql
+UPGRADES_built = sql/fixed_window--1.2.1--1.3.sql sql/fixed_window_proxy--1.0--1.1.sql
+DATA = sql/fixed_window--1.0.sql sql/fixed_window_proxy--1.0.sql \
+	$(filter-out $(UPGRADES_built), $(UPGRADES) $(PROXY_UPGRADES))
+DATA_built = sql/fixed_window--$(EXTVERSION).sql sql/fixed_window_proxy--$(PROXYVERSION).sql \
+	$(UPGRADES_built)
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # The test suites.  Each runs two ways: "make test" runs test-* on throwaway
 # clusters of its own; "make installcheck" runs installcheck-* against the
 # server that PGHOST and PGPORT name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
-	fw_security fw_definitions
+	fw_security fw_definitions fw_retry
 REGRESS_TABLE = fw_table
 ISOLATION = fw_concurrent fw_policy_change
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
@@ -51,6 +58,13 @@ include $(PGXS)
 sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
 	{ echo "/* fixed_window--$(EXTVERSION).sql: built by make from $(notdir $^) */"; \
 	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
+sql/fixed_window_proxy--$(PROXYVERSION).sql: sql/fixed_window_proxy--1.0.sql $(PROXY_UPGRADES)
+	{ echo "/* fixed_window_proxy--$(PROXYVERSION).sql: built by make from $(notdir $^) */"; \
+	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
+sql/fixed_window--1.2.1--1.3.sql: sql/fixed_window--1.2.1--1.3.sql.in sql/fw_http--1.3.sql.in
+	cat $^ > $@
+sql/fixed_window_proxy--1.0--1.1.sql: sql/fixed_window_proxy--1.0--1.1.sql.in sql/fw_http--1.3.sql.in
+	cat $^ > $@
 
 # Every object is rebuilt when a header of src/ changes.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -59,10 +59,12 @@ SELECT window_start, window_end FROM fw_counters WHERE name = 'mix';
 SELECT fw_gc() IS NOT NULL AS collected;
 SELECT count(*) AS mix_kept FROM fw_counters WHERE name = 'mix';
 SELECT ok, retry_after FROM fw_limit('mix', 'u', 3, '3 hours', cost => 3);
--- A denial leaves no counter behind: a new key denied (cost above the rate,
--- within the capacity) is still new afterwards.
+-- A new key denied (cost above the rate, within the capacity) gets its
+-- counter, holding the rate, and spends nothing: since 1.3, so that its
+-- tokens grow until the retry time (1.0.1 to 1.2.1 left it new, and denied
+-- it again at that time, forever).
 SELECT ok, remaining FROM fw_limit('denied', 'new', 2, '1 hour', cost => 3, capacity => 5);
-SELECT count(*) AS counters FROM fw_counters WHERE name = 'denied';
+SELECT count(*) AS counters, min(remaining) AS remaining FROM fw_counters WHERE name = 'denied';
 
 -- A counter whose window lies beyond the timestamps PostgreSQL can show
 -- (before 4713 BC, after 294276 AD) is listed with -infinity or infinity,

@@ -5,7 +5,9 @@
 -- Retry-After, seconds rounded up, shadow windows left out, names quoted and
 -- escaped; fw_postgrest with the settings PostgREST sets (request.headers
 -- in, response.headers out, SQLSTATE PGRST with status 429 when denied).
--- Runs on both storages, with the clock fixed by debug_now.
+-- 1.3: remaining never above the limit; no Retry-After without a promise;
+-- response.headers checked as PostgREST reads it.  Runs on both storages,
+-- with the clock fixed by debug_now.
 --
 CREATE EXTENSION fixed_window;
 SET DateStyle = 'ISO, YMD';
@@ -99,11 +101,11 @@ CREATE FUNCTION pre_request() RETURNS void LANGUAGE sql AS $$
                                  current_user));
 $$;
 -- What PostgREST would answer: the status and headers of the request.
-CREATE FUNCTION request(api_key text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION postgrest(pre_request regproc, api_key text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('request.headers', json_build_object('x-api-key', api_key)::text, true);
     PERFORM set_config('response.headers', '[{"X-Powered-By": "an earlier pre-request step"}]', true);
-    PERFORM pre_request();
+    EXECUTE format('SELECT %s()', pre_request);
     RETURN '200 ' || current_setting('response.headers');
 EXCEPTION WHEN SQLSTATE 'PGRST' THEN
     DECLARE
@@ -115,6 +117,8 @@ EXCEPTION WHEN SQLSTATE 'PGRST' THEN
                || ' ' || message;
     END;
 END $$;
+CREATE FUNCTION request(api_key text) RETURNS text LANGUAGE sql
+RETURN postgrest('pre_request', api_key);
 SELECT request('key-1');
 SELECT request('key-1');
 SELECT request('key-1');
@@ -138,5 +142,56 @@ SELECT ok, remaining FROM fw_check('http_postgrest', 'key-3', 0) AS nothing_spen
 SELECT fw_define('http_é', 2, '1 minute');
 SELECT fw_postgrest('http_é', 'key-3');
 SELECT ok, remaining FROM fw_check('http_é', 'key-3', 0) AS nothing_spent;
+-- 1.3: exactly what PostgREST accepts, each object one header with a string
+-- value (1.2.1 took these, spent, and PostgREST then failed with PGRST111)
+SELECT set_config('response.headers', '[{"A": "1", "B": "2"}]', false);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+SELECT set_config('response.headers', '[{"A": 1}]', false);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+SELECT set_config('response.headers', '[{}]', false);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+SELECT set_config('response.headers', '[{"A": null}]', false);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+RESET response.headers;
+SELECT ok, remaining FROM fw_check('http_postgrest', 'key-3', 0) AS nothing_spent;
+BEGIN;
+SELECT set_config('response.headers', '[{"A": "1"}, {"B": "2"}]', true);
+SELECT fw_postgrest('http_postgrest', 'key-3');
+SELECT current_setting('response.headers')::jsonb->2 AS added_after_two;
+COMMIT;
+
+--
+-- 1.3: with capacity above the rate, the headers never advertise more than
+-- a window's quota: remaining is at most the limit, r at most q (1.2.1 said
+-- r=149 against q=100 after an unused window).  The tokens saved are still
+-- spent: the limit is reached after 149 calls, not 100.
+--
+SET fixed_window.debug_now = '2026-05-01 10:00:00+00';
+SELECT fw_limit('http_roll', 'k', 100, '1 hour', capacity => 150, cost => 0);
+SET fixed_window.debug_now = '2026-05-01 11:00:00+00';
+SELECT r.remaining AS tokens, fw_headers(r, 100, '1 hour', 'roll') AS headers
+FROM fw_limit('http_roll', 'k', 100, '1 hour', capacity => 150) AS r;
+SELECT (fw_limit('http_roll', 'k', 100, '1 hour', capacity => 150, cost => 48)).remaining AS tokens;
+SELECT r.remaining AS tokens, fw_headers(r, 100, '1 hour', 'roll')->>'X-RateLimit-Remaining' AS remaining
+FROM fw_limit('http_roll', 'k', 100, '1 hour', capacity => 150) AS r;
+SELECT fw_define('http_rollp', 100, '1 hour', capacity => 150);
+SELECT fw_define('http_rollp', 10, '1 minute');
+SET fixed_window.debug_now = '2026-05-01 10:00:00+00';
+SELECT count(*) FROM fw_limit_windows('http_rollp', 'k', 0);
+SET fixed_window.debug_now = '2026-05-01 11:00:00+00';
+SELECT fw_headers('http_rollp', ARRAY(SELECT w FROM fw_limit_windows('http_rollp', 'k') AS w));
+
+--
+-- 1.3: a denied call that promises no retry time (retry_after NULL) sends
+-- no Retry-After; fw_postgrest's 429 says so.
+--
+SET fixed_window.debug_now = '2026-05-01 10:00:00+00';
+SELECT fw_define('http_never', 1, '1000 years', capacity => 1000);
+SELECT ok, retry_after, fw_headers(r, 1, '1000 years', 'never') AS headers
+FROM fw_limit('http_never', 'k', 1, '1000 years', capacity => 1000, cost => 1000) AS r;
+CREATE FUNCTION pre_request_never() RETURNS void LANGUAGE sql AS $$
+    SELECT fw_postgrest('http_never', 'k', 1000);
+$$;
+SELECT postgrest('pre_request_never', NULL);
 
 DROP EXTENSION fixed_window;

@@ -288,11 +288,15 @@ fw_call_decide(const FwCall *call, FwState *const *states, int64 now,
 	{
 		fw_settle(call->limits, call->shadow, call->n, outcome->decisions,
 				  outcome->spend, &outcome->verdict);
+		for (i = 0; i < call->n; i++)
+			outcome->create[i] = (states[i] == NULL &&
+								  (outcome->spend[i] || !outcome->decisions[i].ok));
 		if (call->mode == FW_MODE_CHECK)
 			memset(outcome->spend, 0, sizeof(outcome->spend));
 		return FW_APPLY_OK;
 	}
 
+	memset(outcome->create, 0, sizeof(outcome->create));
 	memset(&outcome->verdict, 0, sizeof(FwVerdict));
 	outcome->verdict.ok = true;
 	outcome->verdict.deciding = 0;
@@ -307,4 +311,22 @@ fw_call_decide(const FwCall *call, FwState *const *states, int64 now,
 			outcome->verdict.deciding = i;
 	}
 	return FW_APPLY_OK;
+}
+
+/*
+ * A denied call whose counters could not be created (no room, and
+ * fixed_window.fail_open on) promises no retry time: at any later time its
+ * key would be new again, and judged the same.
+ */
+void
+fw_outcome_no_promise(const FwCall *call, FwOutcome *outcome)
+{
+	int			i;
+
+	if (outcome->verdict.ok)
+		return;
+	outcome->verdict.retry_after = FW_RETRY_NEVER;
+	for (i = 0; i < call->n; i++)
+		if (outcome->create[i] && !outcome->decisions[i].ok)
+			outcome->decisions[i].retry_after = FW_RETRY_NEVER;
 }

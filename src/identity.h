@@ -89,16 +89,25 @@ typedef struct FwCall
 	char		names[FW_MAX_WINDOWS][FW_MAX_COUNTER_NAME];
 } FwCall;
 
-/* What a call found and answered, window by window and as a whole. */
+/*
+ * What a call found and answered, window by window and as a whole.  A
+ * window without a counter gets one (create) when the call spends in it,
+ * and when it denies the call: a key that was new again at the time its
+ * retry_after names would hold rate tokens then too, and a cost above the
+ * rate could never be covered.  A check sets create where fw_limit would
+ * create, and writes nothing.
+ */
 typedef struct FwOutcome
 {
 	FwDecision	decisions[FW_MAX_WINDOWS];
-	bool		spend[FW_MAX_WINDOWS];	/* the window's counter changes */
+	bool		spend[FW_MAX_WINDOWS];	/* the window's counter spends */
+	bool		create[FW_MAX_WINDOWS]; /* the window's counter is created */
 	FwVerdict	verdict;
 } FwOutcome;
 
 extern FwApplyResult fw_call_decide(const FwCall *call, FwState *const *states,
 									int64 now, FwOutcome *outcome);
+extern void fw_outcome_no_promise(const FwCall *call, FwOutcome *outcome);
 extern void fw_check_length(const char *what, int len, int max_bytes);
 extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
 							 const char *key, int key_len);

@@ -150,7 +150,7 @@ fw_read_named_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
  * A call makes one small fixed-size row, and in bulk queries building it
  * through heap_form_tuple costs as much as the decision itself.  Since
  * fw_result has only fixed-length columns, a row has one of two shapes:
- * allowed (retry_after null) or denied (all four columns).  For each shape
+ * retry_after null (allowed, or denied with no time to promise) or not.  For each shape
  * the first call forms a row with heap_form_tuple and notes
  * where each column's bytes lie; later calls copy that row and overwrite
  * the values in place.
@@ -167,7 +167,7 @@ typedef struct FwResultCache
 	struct FwResultCache *next;
 	Oid			typid;			/* the row type these shapes are of */
 	uint64		tupdesc_id;		/* typcache's identifier of its columns */
-	FwResultShape shapes[2];	/* [0] denied, [1] allowed */
+	FwResultShape shapes[2];	/* [0] with retry_after, [1] without */
 } FwResultCache;
 
 /*
@@ -313,14 +313,17 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 	FwResultShape *shape;
 	HeapTupleHeader row;
 	char	   *data;
+	bool		retry;
 
-	shape = &cache->shapes[decision->ok ? 1 : 0];
+	/* retry_after is null when allowed, and when no time can be promised */
+	retry = (!decision->ok && decision->retry_after != FW_RETRY_NEVER);
+	shape = &cache->shapes[retry ? 0 : 1];
 	row = (HeapTupleHeader) palloc(shape->len);
 	memcpy(row, shape->row, shape->len);
 	data = (char *) row + row->t_hoff;
 
 	*(bool *) (data + shape->offset[FW_RESULT_OK]) = decision->ok;
-	if (!decision->ok)
+	if (retry)
 		fw_usecs_interval(decision->retry_after, data + shape->offset[FW_RESULT_RETRY_AFTER]);
 	memcpy(data + shape->offset[FW_RESULT_REMAINING], &decision->remaining, sizeof(int32));
 	fw_usecs_interval(decision->reset_after, data + shape->offset[FW_RESULT_RESET_AFTER]);
@@ -455,7 +458,7 @@ fw_windows(FunctionCallInfo fcinfo, FwMode mode)
 		values[WIN_CAPACITY] = Int32GetDatum(call.limits[i].capacity);
 		values[WIN_SHADOW] = BoolGetDatum(call.shadow[i]);
 		values[WIN_OK] = BoolGetDatum(d->ok);
-		if (d->ok)
+		if (d->ok || d->retry_after == FW_RETRY_NEVER)
 			nulls[WIN_RETRY_AFTER] = true;
 		else
 			values[WIN_RETRY_AFTER] = IntervalPGetDatum(fw_usecs_interval_p(d->retry_after));

@@ -716,8 +716,8 @@ fw_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
  * ascending order, so that calls sharing counters are totally ordered and
  * never deadlock; decide the call on the states found (none for a new key)
  * at the time read under the locks (fw_call_decide); and write the states
- * of the counters that spend, creating those that do not exist.  Either
- * every counter that spends is written or none is: new counters are
+ * of the counters that spend, creating those the call creates (FwOutcome).
+ * Either every counter that changes is written or none is: new counters are
  * created first, and taken out again if one finds no room.  A check
  * writes nothing, but a new counter that a spending call would create is
  * checked for room, so that fw_check says what fw_limit would do.
@@ -762,20 +762,17 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 
 	result = fw_call_decide(call, found, fw_clock_now(), outcome);
 
-	/* the counters a spending call creates */
+	/* the counters a spending call creates (see FwOutcome) */
 	for (i = 0; result == FW_APPLY_OK && i < call->n; i++)
 	{
-		if (found[i] != NULL || call->mode == FW_MODE_REFUND)
+		if (!outcome->create[i])
 			continue;
 		if (call->mode == FW_MODE_CHECK)
 		{
-			/* would fw_limit create it? */
-			if (outcome->decisions[i].ok && outcome->verdict.ok)
-				needed += fw_slots_needed(call->ids[i].name_len + call->ids[i].key_len);
+			/* fw_limit would create it */
+			needed += fw_slots_needed(call->ids[i].name_len + call->ids[i].key_len);
 			continue;
 		}
-		if (!outcome->spend[i])
-			continue;
 		result = fw_insert(buckets[i], &call->ids[i], owners, &slots[i], moved);
 		if (result == FW_APPLY_OK && *moved)
 			result = FW_APPLY_FULL; /* taken out below, then tried again */
@@ -789,7 +786,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 		FwCounter  *counter;
 		FwDecision *d = &outcome->decisions[i];
 
-		if (slots[i] == FW_NIL || !outcome->spend[i])
+		if (slots[i] == FW_NIL || (!outcome->spend[i] && !outcome->create[i]))
 			continue;
 		counter = &fw_slots[slots[i]].counter;
 		if (result != FW_APPLY_OK)
@@ -1171,7 +1168,8 @@ fw_shmem_drop_database(Oid dbid)
  * exits normally, to a temporary file renamed into place, and read when
  * shared memory is created.  A file that is truncated, corrupt or of
  * another format is ignored with a LOG message; counters whose window ended
- * meanwhile are not loaded (as a reclaim would remove them).
+ * meanwhile are not loaded when they answer as no counter would (without
+ * rollover).
  */
 #define FW_DUMP_FILE		"pg_stat/fixed_window.stat"
 #define FW_DUMP_MAGIC		0x46570001	/* "FW" and a format number */
@@ -1386,8 +1384,13 @@ fw_shmem_load(void)
 							p + record.name_len, record.key_len);
 		p += record.name_len + record.key_len;
 
-		/* a counter whose window ended would be reclaimed at once */
-		if (record.data.window_end <= now)
+		/*
+		 * A counter whose window ended answers as no counter would, unless
+		 * it rolls tokens over: then it holds more than a new key would (and
+		 * a denied call's retry time counts on them), until a reclaim needs
+		 * its slot.
+		 */
+		if (record.data.window_end <= now && record.data.capacity <= record.data.rate)
 			continue;
 		/* the last caller's role stands for the one that created it */
 		owners.dbid = record.dbid;

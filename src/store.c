@@ -110,9 +110,11 @@ fw_apply(const FwCall *call, FwOutcome *outcome)
 		TimestampTz now = GetCurrentTimestamp();
 
 		/*
-		 * Only a call that every window allowed needs room, so the answer is
-		 * that of new keys: allowed, and not counted.
+		 * A call allowed by every window is answered as for new keys:
+		 * allowed, and not counted.  A denied call stays denied, but without
+		 * its counters no later time covers its cost: it promises none.
 		 */
+		fw_outcome_no_promise(call, outcome);
 		if (TimestampDifferenceExceeds(last_warning, now, FW_FAIL_OPEN_WARNING_MS))
 		{
 			ereport(WARNING,

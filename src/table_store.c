@@ -419,6 +419,22 @@ typedef struct FwRow
  * inserted all the writes run in one subtransaction that a violation rolls
  * back: a call never spends in some windows but not in others.
  */
+/*
+ * Whether a window that denied a call must keep its row until the retry
+ * time it promised: fw_gc may collect an empty row while the next window
+ * grants its rate, when the row answers as no row would -- but the row
+ * would hold more than the rate at the retry time of a cost above the
+ * rate, and a new key would not.  Such a row is kept until an allowed call
+ * says again when it may go.
+ */
+static bool
+fw_table_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
+{
+	return call->mode == FW_MODE_SPEND && row->found && !d->ok &&
+		call->limits[i].cost > call->limits[i].rate &&
+		!row->slot->tts_isnull[COL_FRESH_FROM];
+}
+
 static void
 fw_table_write(Relation rel, Relation index, int natts, const FwCall *call,
 			   FwRow *rows, const FwOutcome *outcome)
@@ -426,19 +442,21 @@ fw_table_write(Relation rel, Relation index, int natts, const FwCall *call,
 	int			stats_row = -1;
 	int			i;
 
+	/* every call that spends is counted, on the first row it has */
 	if (call->mode == FW_MODE_SPEND)
 		for (i = 0; i < call->n && stats_row < 0; i++)
-			if (rows[i].found || outcome->spend[i])
+			if (rows[i].found || outcome->spend[i] || outcome->create[i])
 				stats_row = i;
 
 	for (i = 0; i < call->n; i++)
 	{
 		const FwDecision *d = &outcome->decisions[i];
+		bool		keeps = fw_table_keeps(call, &rows[i], d, i);
 		Datum		values[FW_TABLE_NATTS];
 		bool		nulls[FW_TABLE_NATTS];
 		HeapTuple	tuple;
 
-		if (!outcome->spend[i] && i != stats_row)
+		if (!outcome->spend[i] && !outcome->create[i] && !keeps && i != stats_row)
 			continue;
 		if (rows[i].found)
 		{
@@ -459,7 +477,9 @@ fw_table_write(Relation rel, Relation index, int natts, const FwCall *call,
 			values[COL_PERIOD_ID] = rows[i].rk.values[2];
 			values[COL_SHADOW_DENIED] = Int64GetDatum(0);
 		}
-		if (outcome->spend[i])
+		if (keeps)
+			nulls[COL_FRESH_FROM] = true;
+		if (outcome->spend[i] || outcome->create[i])
 		{
 			values[COL_WINDOW_START] = TimestampTzGetDatum(d->state.window_start);
 			values[COL_WINDOW_END] = TimestampTzGetDatum(d->state.window_end);
@@ -513,7 +533,7 @@ fw_table_write_all(Relation rel, Relation index, int natts, const FwCall *call,
 	int			i;
 
 	for (i = 0; i < call->n; i++)
-		inserts |= (outcome->spend[i] && !rows[i].found);
+		inserts |= ((outcome->spend[i] || outcome->create[i]) && !rows[i].found);
 	if (!inserts)
 	{
 		fw_table_write(rel, index, natts, call, rows, outcome);
@@ -554,8 +574,10 @@ fw_table_write_all(Relation rel, Relation index, int natts, const FwCall *call,
  * windows (creation locks for rows that do not exist), which is the order
  * of the primary key, so that calls on one key never deadlock; decide the
  * call on the states found at the time read once all are held; and write
- * the rows that change.  A denied call changes statistics only, and
- * creates no row.  A refund locks only the rows that exist.
+ * the rows that change.  A denied call spends nothing: it changes
+ * statistics, creates the rows of the windows that denied it and have
+ * none (FwOutcome), and keeps rows fw_gc would collect before its retry
+ * time (fw_table_keeps).  A refund locks only the rows that exist.
  */
 FwApplyResult
 fw_table_apply(const FwCall *call, FwOutcome *outcome)

@@ -242,6 +242,18 @@ fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
 	return SPI_getvalue(row, tupdesc, attnum);
 }
 
+/* The hint of a denied row: when to retry, if a time can be promised. */
+static int
+fw_trigger_retry_hint(const FwDecision *decision)
+{
+	Interval	retry = {.time = decision->retry_after};
+
+	if (decision->retry_after == FW_RETRY_NEVER)
+		return errhint("No time can be promised: the row's cost is never covered within the windows of 64-bit time, or the counters are full.");
+	return errhint("Retry after %s.",
+				   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))));
+}
+
 Datum
 fw_trigger(PG_FUNCTION_ARGS)
 {
@@ -363,22 +375,14 @@ fw_trigger(PG_FUNCTION_ARGS)
 	fw_call_answer(&call, &outcome, &decision);
 
 	if (!decision.ok && named)
-	{
-		Interval	retry = {.time = decision.retry_after};
-
 		ereport(ERROR,
 				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
 				 errmsg("rate limit policy \"%s\" exceeded", name),
 				 errdetail("Trigger \"%s\" on table \"%s\" counts rows against policy \"%s\" for each value of column \"%s\".",
 						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
 						   name, args[1]),
-				 errhint("Retry after %s.",
-						 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))))));
-	}
+				 fw_trigger_retry_hint(&decision)));
 	if (!decision.ok)
-	{
-		Interval	retry = {.time = decision.retry_after};
-
 		ereport(ERROR,
 				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
 				 errmsg("rate limit \"%s\" exceeded", name),
@@ -387,9 +391,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 								  rate,
 								  trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
 								  args[3], args[1]),
-				 errhint("Retry after %s.",
-						 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))))));
-	}
+				 fw_trigger_retry_hint(&decision)));
 
 	return PointerGetDatum(row);
 }

@@ -397,12 +397,20 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 		int64		deficit = (int64) limit->cost - tokens;
 		int64		windows = (deficit + limit->rate - 1) / limit->rate;
 		int64		covered_at;
+		int64		covered_end;
 
 		decision->ok = false;
-		if (pg_add_s64_overflow(k, windows, &windows) ||
+
+		/*
+		 * The boundary at which the grants cover the cost, if the window it
+		 * starts ends within 64-bit time (else a call then would fail): no
+		 * other time is promised.
+		 */
+		if (pg_add_s64_overflow(k, windows, &windows) || windows == PG_INT64_MAX ||
 			fw_window_boundary(period, limit->start, windows, &covered_at) != FW_STATUS_OK ||
+			fw_window_boundary(period, limit->start, windows + 1, &covered_end) != FW_STATUS_OK ||
 			pg_sub_s64_overflow(covered_at, now, &decision->retry_after))
-			return FW_STATUS_OUT_OF_RANGE;
+			decision->retry_after = FW_RETRY_NEVER;
 	}
 
 	decision->now = now;
@@ -446,7 +454,8 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
  * those of the most restrictive window -- the fewest tokens left, then the
  * longest wait for its end -- among the enforced windows, or among all when
  * every window is a shadow; retry_after is the latest of the enforced
- * windows', since tokens only grow while nothing is spent.
+ * windows', since tokens only grow while nothing is spent (FW_RETRY_NEVER if
+ * any of them has none).
  */
 void
 fw_settle(const FwLimit *limits, const bool *shadow, int n,
@@ -481,7 +490,10 @@ fw_settle(const FwLimit *limits, const bool *shadow, int n,
 			d->remaining += limits[i].cost;
 		if (shadow[i] && any_enforced)
 			continue;
-		if (!shadow[i])
+		if (!shadow[i] &&
+			(d->retry_after == FW_RETRY_NEVER || verdict->retry_after == FW_RETRY_NEVER))
+			verdict->retry_after = FW_RETRY_NEVER;
+		else if (!shadow[i])
 			verdict->retry_after = Max(verdict->retry_after, d->retry_after);
 		if (verdict->deciding < 0 ||
 			d->remaining < decisions[verdict->deciding].remaining ||

@@ -52,12 +52,19 @@ typedef struct FwState
 	int32		tokens;			/* tokens available in that window */
 } FwState;
 
+/*
+ * The retry_after of a denied call whose cost no window boundary within
+ * 64-bit time covers: no time can be promised.
+ */
+#define FW_RETRY_NEVER		INT64CONST(-1)
+
 /* The answer to one call. */
 typedef struct FwDecision
 {
 	bool		ok;				/* tokens covered the cost */
 	int32		remaining;		/* tokens left after this call */
-	int64		retry_after;	/* microseconds until the cost is covered; 0 if ok */
+	int64		retry_after;	/* microseconds until the cost is covered; 0 if
+								 * ok; FW_RETRY_NEVER */
 	int64		reset_after;	/* microseconds until the current window ends */
 	FwState		state;			/* the counter after this call, if allowed;
 								 * a denied call changes nothing */
@@ -85,7 +92,8 @@ typedef struct FwVerdict
 	bool		shadow_denied;	/* allowed, but a shadow window would deny */
 	int			deciding;		/* the most restrictive window, whose
 								 * remaining and reset_after answer */
-	int64		retry_after;	/* until every enforced window holds the cost */
+	int64		retry_after;	/* until every enforced window holds the cost,
+								 * or FW_RETRY_NEVER */
 } FwVerdict;
 
 /* Most windows one policy may have. */

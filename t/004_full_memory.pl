@@ -286,10 +286,13 @@ is( $node->safe_psql('postgres', q{
 like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'fw_check on a new key fails the same way');
 like($err, $all_live, 'with the same detail');
 
-# A denied call needs no room: it creates nothing.
+# A call denied on a new key needs room too, since 1.3: its counter must
+# gather tokens until the retry time it is told (a key new again then would
+# be denied again, forever).  Full: 53400, as for any call that needs room.
 ($ret, $out, $err) = at('2026-07-01 12:00:00.5+00',
 	"SELECT ok FROM fw_limit('fill', 'poor', 1, '1 second', cost => 2, capacity => 2)");
-is($out, 'f', 'a call denied on a new key is answered, full table or not');
+like($err, qr/ERROR:  53400: no room for a new rate limit counter/,
+	'a call denied on a new key needs room for its counter');
 
 # ... and the live counters still deny: nothing was evicted.
 ($ret, $out, $err) = at('2026-07-01 12:00:00.5+00', "SELECT ok FROM fw_limit('fill', '7', 1, '1 second')");
@@ -297,14 +300,15 @@ is($out, 'f', 'a spent live counter is not forgotten');
 
 # fail_open: allowed, uncounted, with one warning per minute and session;
 # fw_check agrees.
+# A call denied there is denied all the same, and promises no retry time.
 ($ret, $out, $err) = at('2026-07-01 12:00:00.5+00',
-	"SET fixed_window.fail_open = on;\nSELECT ok, remaining FROM fw_check('fill', 'new', 1, '1 second');\nSELECT ok, remaining FROM fw_limit('fill', 'new', 1, '1 second');\nSELECT ok FROM fw_limit('fill', 'new2', 1, '1 second');");
-is($out, "t|0\nt|0\nt", 'fail_open allows calls for new keys, fw_check and fw_limit alike');
+	"SET fixed_window.fail_open = on;\nSELECT ok, remaining FROM fw_check('fill', 'new', 1, '1 second');\nSELECT ok, remaining FROM fw_limit('fill', 'new', 1, '1 second');\nSELECT ok FROM fw_limit('fill', 'new2', 1, '1 second');\nSELECT ok, retry_after IS NULL FROM fw_limit('fill', 'poor', 1, '1 second', cost => 2, capacity => 2);");
+is($out, "t|0\nt|0\nt\nf|t", 'fail_open allows calls for new keys, fw_check and fw_limit alike, and denies with no promise what it cannot count');
 my @warnings = ($err =~ /WARNING:  53400: rate limit counters are full/g);
-is(scalar @warnings, 1, 'one warning for three calls');
+is(scalar @warnings, 1, 'one warning for four calls');
 is( $node->safe_psql('postgres', q{
 		SET fixed_window.debug_now = '2026-07-01 12:00:00.5+00';
-		SELECT count(*) FROM fw_counters WHERE key IN ('new', 'new2')}),
+		SELECT count(*) FROM fw_counters WHERE key IN ('new', 'new2', 'poor')}),
 	'0', 'and nothing was created for them');
 
 # Only superusers may turn it on.

@@ -1,6 +1,8 @@
 # Shared-memory counters survive a clean restart (written at shutdown, read
 # at start; counters whose window ended meanwhile and that answer as no
-# counter would are dropped); fixed_window.save = off keeps nothing; a
+# counter would are dropped, those that roll tokens over are kept: they hold
+# more than a new key, and a denied call's retry time counts on them);
+# fixed_window.save = off keeps nothing; a
 # truncated, corrupt or other-version file is ignored with a LOG message;
 # after a crash the server comes back with no counters.
 use strict;
@@ -27,6 +29,7 @@ $node->safe_psql('postgres', qq{
 	SELECT fw_limit('keep', 'k', 10, '1 day', '$start', cost => 7);
 	SELECT fw_limit('gone', 'k', 10, '1 microsecond');
 	SELECT fw_limit('long', repeat('x', 2048), 10, '1 day', '$start', cost => 3);
+	SELECT fw_limit('roll', 'k', 10, '1 microsecond', cost => 10, capacity => 50);
 });
 
 sub remaining
@@ -41,7 +44,12 @@ is(remaining('keep', "'k'"), '3', 'a live counter survives a clean restart');
 is(remaining('long', "repeat('x', 2048)"), '7', 'with a 2 kB key too');
 is($node->safe_psql('postgres', "SELECT count(*) FROM fw_counters WHERE name = 'gone'"),
 	'0', 'an ended counter is not brought back');
-ok($node->log_contains(qr/fixed_window loaded 2 of 3 saved counters/), 'the load is logged');
+# 'roll' emptied its window before the restart; windows have passed since,
+# and it holds its capacity, 50, where a new key would hold the rate, 10
+is( $node->safe_psql('postgres',
+		"SELECT remaining FROM fw_check('roll', 'k', 10, '1 microsecond', cost => 0, capacity => 50)"),
+	'50', 'an ended counter that rolls tokens over is brought back');
+ok($node->log_contains(qr/fixed_window loaded 3 of 4 saved counters/), 'the load is logged');
 
 # A corrupt file: ignored with a LOG message, the server starts.
 $node->stop;

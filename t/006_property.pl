@@ -4,6 +4,9 @@
 # SQLSTATE must match (an internal error, XX000, is one the model never
 # predicts), and no backend may crash: shared-memory counters written by the
 # first runs must still be there at the end, as a crash restart empties them.
+# Every denied fw_limit is tried again (fw_check) at the time its retry_after
+# names, with nothing spent in between, and must then be allowed: the model
+# and the server must both keep every promise (issue 19, item 8).
 #
 # Requires python3 on PATH: the reference model is a Python 3 script.  make
 # test installs it (scripts/test.sh asks fw_base_packages for python3).
@@ -69,6 +72,8 @@ foreach my $seed (@seeds)
 		like($stdout, qr/, 0 mismatches$/m, "zero mismatches reported ($storage, seed $seed)");
 		like($stdout, qr/allowed \d+, denied \d+/,
 			"the generator drew allowed and denied calls ($storage, seed $seed)");
+		like($stdout, qr/retry times of denied calls: (?:broken 0, )?kept \d+/,
+			"every denied call was tried again at its retry time, and allowed ($storage, seed $seed)");
 		$counters{$db} = $node->safe_psql($db, 'SELECT count(*) FROM fw_shmem_counters()')
 		  if $storage eq 'shmem';
 	}

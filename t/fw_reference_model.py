@@ -138,7 +138,8 @@ def decide(limit, old, now):
     key holds rate tokens; a counter never moves back to an older window,
     and the start it recorded never moves back, whatever the call's grid.
     The state returned is what an allowed call leaves; a denied call leaves
-    the counter as it was (or no counter).
+    the counter as it was, and a key without a counter gets one holding what
+    a new key holds, so that its tokens grow until the retry time.
     """
     k = limit.index(now)
     window_start = limit.boundary(k)
@@ -162,13 +163,21 @@ def decide(limit, old, now):
             recorded_start = old[0]
             tokens = min(old[1], limit.capacity)
     reset_after = int64(limit.boundary(k + 1) - now)
-    if tokens >= limit.cost:
+    ok = tokens >= limit.cost
+    retry_after = None
+    if ok:
         tokens -= limit.cost
-        retry_after = None
     else:
+        # the first boundary whose grants cover the cost; when it, or the
+        # end of the window it starts, lies beyond 64-bit time there is no
+        # time to promise, and retry_after is null
         windows = -(-(limit.cost - tokens) // limit.rate)
-        retry_after = int64(limit.boundary(k + windows) - now)
-    return (retry_after is None, retry_after, tokens, reset_after), (recorded_start, tokens), path
+        try:
+            limit.boundary(int64(k + windows + 1))   # a call then must end its window
+            retry_after = int64(limit.boundary(int64(k + windows)) - now)
+        except OutOfRange:
+            path = 'no time to promise'
+    return (ok, retry_after, tokens, reset_after), (recorded_start, tokens), path
 
 
 class SqlError(Exception):
@@ -224,23 +233,41 @@ class Model:
         self.counters = {}
         self.phase_hash = phase_hash
         self.paths = collections.Counter()  # how often each path of decide ran
+        self.promises = collections.Counter()  # denied calls' retry times: kept, broken
 
     def call(self, call):
         try:
             limit = validate(call, self.phase_hash)
             identity = (call['name'], call['key'])
-            answer, state, path = decide(limit, self.counters.get(identity), call['now'])
+            old = self.counters.get(identity)
+            answer, state, path = decide(limit, old, call['now'])
         except SqlError as e:
             return 'error|' + e.sqlstate
         except OutOfRange:
             return 'error|22008'
         self.paths[path] += 1
         ok, retry_after, remaining, reset_after = answer
-        if call['consume'] and ok:
+        if call['consume'] and (ok or old is None):
             self.counters[identity] = state
-        return '%s|%s|%d|%d' % ('t' if ok else 'f',
+        line = '%s|%s|%d|%d' % ('t' if ok else 'f',
                                 'null' if retry_after is None else retry_after,
                                 remaining, reset_after)
+        if call['consume'] and not ok:
+            line += '|' + self.promise(limit, identity, call['now'], retry_after)
+        return line
+
+    def promise(self, limit, identity, now, retry_after):
+        """The same call at its retry time, nothing spent meanwhile: allowed.
+
+        'none' when there is no retry time, or it lies beyond the timestamps
+        PostgreSQL can show (the debug clock cannot be set there).
+        """
+        if retry_after is None or now + retry_after > MAX_CLOCK:
+            return 'none'
+        answer, _, _ = decide(limit, self.counters.get(identity), now + retry_after)
+        self.promises['kept' if answer[0] else 'broken'] += 1
+        return 't' if answer[0] else 'f'
+
 
 
 # --- the generator ----------------------------------------------------------
@@ -437,6 +464,8 @@ CREATE OR REPLACE FUNCTION pg_temp.pt_call(now text, consume boolean, name text,
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     r fw_result;
+    answer text;
+    later text;
 BEGIN
     PERFORM set_config('fixed_window.debug_now', now, false);
     BEGIN
@@ -449,11 +478,30 @@ BEGIN
         RETURN 'error|' || SQLSTATE;
     END;
     IF r IS NULL OR r.ok IS NULL OR r.remaining IS NULL OR r.reset_after IS NULL
-       OR (r.ok = (r.retry_after IS NOT NULL)) THEN
+       OR (r.ok AND r.retry_after IS NOT NULL) THEN
         RETURN 'malformed ' || r::text;
     END IF;
-    RETURN concat_ws('|', CASE WHEN r.ok THEN 't' ELSE 'f' END,
-                     pg_temp.usecs(r.retry_after), r.remaining, pg_temp.usecs(r.reset_after));
+    answer := concat_ws('|', CASE WHEN r.ok THEN 't' ELSE 'f' END,
+                        pg_temp.usecs(r.retry_after), r.remaining, pg_temp.usecs(r.reset_after));
+    IF consume AND NOT r.ok THEN
+        -- the promise: the same call at its retry time is allowed
+        IF r.retry_after IS NULL THEN
+            RETURN answer || '|none';
+        END IF;
+        BEGIN
+            later := (now::timestamptz + r.retry_after)::text;
+        EXCEPTION WHEN datetime_field_overflow THEN
+            RETURN answer || '|none';
+        END;
+        PERFORM set_config('fixed_window.debug_now', later, false);
+        BEGIN
+            r := fw_check(name, key, rate, period, start, cost, capacity);
+        EXCEPTION WHEN OTHERS THEN
+            RETURN answer || '|error ' || SQLSTATE;
+        END;
+        answer := answer || '|' || CASE WHEN r.ok THEN 't' ELSE 'f' END;
+    END IF;
+    RETURN answer;
 END
 $$;
 """
@@ -508,11 +556,16 @@ def main():
     outcomes = collections.Counter('allowed' if e.startswith('t|') else
                                    'denied' if e.startswith('f|') else e
                                    for e in expected)
-    print('seed %d, %s: %d calls (%s; %s), %d mismatches' % (
+    print('seed %d, %s: %d calls (%s; %s; retry times of denied calls: %s), %d mismatches' % (
         args.seed, args.storage, len(calls),
         ', '.join('%s %d' % item for item in sorted(outcomes.items())),
-        ', '.join('%s %d' % item for item in sorted(model.paths.items())), mismatches))
-    return 0 if mismatches == 0 and len(actual) == len(expected) else 1
+        ', '.join('%s %d' % item for item in sorted(model.paths.items())),
+        ', '.join('%s %d' % item for item in sorted(model.promises.items())) or 'none',
+        mismatches))
+    broken = model.promises['broken']
+    if broken:
+        print('the model broke %d promises: a denied call at its retry time was denied again' % broken)
+    return 0 if mismatches == 0 and broken == 0 and len(actual) == len(expected) else 1
 
 
 if __name__ == '__main__':

@@ -757,6 +757,30 @@ test_decide_out_of_range(void)
 	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OOR);
 }
 
+/*
+ * A denied call whose cost no boundary within 64-bit time covers is still
+ * denied, with no retry time to promise (FW_RETRY_NEVER), not an error.
+ */
+static void
+test_decide_retry_never(void)
+{
+	FwDecision	dec;
+	int64		year = 365 * DAY;
+	FwLimit		l = LIMIT(period(0, 0, 1000 * year), 0, 1, 1000, 1000);	/* 1 a millennium */
+
+	/* a new key holds 1 token: 1000 would take 999 more millennia */
+	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK(!dec.ok);
+	CHECK_EQ(dec.remaining, 1);
+	CHECK_EQ(dec.retry_after, FW_RETRY_NEVER);
+	CHECK_EQ(dec.reset_after, 1000 * year);
+
+	/* 280 more millennia are within 64-bit time: that is promised */
+	l.cost = 281;
+	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(dec.retry_after, 280 * 1000 * year);
+}
+
 /* ---------- phase ---------- */
 
 /* Keys spread their origin over the period that starts at the Unix epoch. */
@@ -779,6 +803,20 @@ test_phase_start(void)
 			 phase(&day, UINT64CONST(0x9E3779B97F4A7C15)));
 	CHECK(phase(&day, 1) != phase(&day, 2));
 	CHECK_EQ(phase(&day, 1), UNIX_EPOCH + 1);
+
+	/* the range of every start a key can have */
+	{
+		int64		first;
+		int64		last;
+		FwPeriod	too_long = period(12 * 300000, 0, 0);
+
+		CHECK_EQ(fw_phase_range(&min1, &first, &last), OK);
+		CHECK_EQ(first, UNIX_EPOCH);
+		CHECK_EQ(last, UNIX_EPOCH + MINUTE - 1);
+		CHECK_EQ(fw_phase_range(&month, &first, &last), OK);
+		CHECK_EQ(last, UNIX_EPOCH + 31 * DAY - 1);
+		CHECK_EQ(fw_phase_range(&too_long, &first, &last), OOR);
+	}
 
 	/* in [epoch, epoch + period) for random exact periods and hashes */
 	for (i = 0; i < 10000; i++)
@@ -866,6 +904,19 @@ test_settle_all_or_nothing(void)
 	fw_settle(l, shadow, 2, d, spend, &v);
 	CHECK(v.ok && v.shadow_denied && !spend[0] && !spend[1]);
 	CHECK_EQ(v.retry_after, 0);
+
+	/* an enforced window with no time to promise: the call promises none */
+	shadow[0] = shadow[1] = false;
+	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	d[0].retry_after = FW_RETRY_NEVER;
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK(!v.ok);
+	CHECK_EQ(v.retry_after, FW_RETRY_NEVER);
+	d[0].retry_after = 5 * USEC;
+	d[1].retry_after = FW_RETRY_NEVER;
+	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK_EQ(v.retry_after, FW_RETRY_NEVER);
 }
 
 /* Refunds: up to capacity, to the current window only, never a new counter. */
@@ -921,6 +972,7 @@ main(void)
 	test_decide_clock_backwards();
 	test_decide_two_grids();
 	test_decide_out_of_range();
+	test_decide_retry_never();
 	test_phase_start();
 	test_settle_all_or_nothing();
 	test_refund();

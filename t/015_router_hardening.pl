@@ -1,0 +1,304 @@
+# The router (fixed_window_proxy 1.1) against what 1.0 got wrong (issue 19):
+#
+# - item 10: answers depend on no setting of a shard or of the router's
+#   session (DateStyle, IntervalStyle, TimeZone, extra_float_digits): 1.0
+#   read a shard's '13/11/2026' under DateStyle 'SQL, DMY' as an error
+#   (22008), after the shard had spent;
+# - item 12: routed statements name their functions qualified: a role whose
+#   search_path on a shard is '' still reaches them (1.0: 42883);
+# - item 11: a shard's restart ends the router's open connections; a call
+#   sent on one is sent again, spending exactly once (1.0: 57P01 for every
+#   router session's first call); a connection ended by pg_terminate_backend
+#   fails a call that spends with 08006 and sends one that does not again;
+# - item 14: fw_headers and fw_postgrest on the router, as on a shard;
+# - item 1: the router's views over rows a role may not see are security
+#   barriers: a leaky function of the role's sees only its own keys.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
+	  . "apt-get install postgresql-15-plproxy, or run make test as root")
+  unless -f "$pkglibdir/plproxy.so";
+
+my $clock = '2026-11-13 10:00:30+00';    # a day above 12
+my @shards;
+foreach my $i (0 .. 1)
+{
+	my $shard = PostgreSQL::Test::Cluster->new("hshard$i");
+	$shard->init;
+	$shard->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'fixed_window'
+});
+	$shard->start;
+	$shard->safe_psql('postgres', q{
+		CREATE DATABASE fw;
+		CREATE ROLE app LOGIN;
+	});
+	$shard->safe_psql('fw', qq{
+		CREATE EXTENSION fixed_window;
+		GRANT EXECUTE ON FUNCTION fw_refund(text, text, integer) TO app;
+		ALTER DATABASE fw SET fixed_window.debug_now = '$clock';
+	});
+	push @shards, $shard;
+}
+
+my $router = PostgreSQL::Test::Cluster->new('hrouter');
+$router->init;
+$router->start;
+$router->safe_psql('postgres', q{
+	CREATE DATABASE router;
+	CREATE ROLE app LOGIN;
+});
+$router->safe_psql('router', qq{
+CREATE EXTENSION fixed_window_proxy CASCADE;
+CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
+    modular_mapping '1',
+    p0 'host=@{[ $shards[0]->host ]} port=@{[ $shards[0]->port ]} dbname=fw',
+    p1 'host=@{[ $shards[1]->host ]} port=@{[ $shards[1]->port ]} dbname=fw');
+CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
+GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
+GRANT EXECUTE ON FUNCTION fw_refund(text, text, integer) TO app;
+SELECT fw_define('mix', 5, '1 minute', capacity => 10);
+SELECT fw_define('mix', 100, '1 month');
+SELECT fw_override('mix', 'vip', 50, '1 minute');
+});
+
+# The shard of a key.
+sub shard_of
+{
+	my ($name, $key) = @_;
+	return $router->safe_psql('router', "SELECT fw_shard('$name', '$key', 2)");
+}
+
+# Settings as hostile as can be, everywhere: every shard's database, for
+# every session (the router's connections included), and the router's own
+# session.  search_path = '' on the shards finds only pg_catalog.
+foreach my $shard (@shards)
+{
+	$shard->safe_psql('fw', q{
+		ALTER DATABASE fw SET DateStyle = 'SQL, DMY';
+		ALTER DATABASE fw SET IntervalStyle = 'sql_standard';
+		ALTER DATABASE fw SET TimeZone = 'Pacific/Chatham';
+		ALTER DATABASE fw SET extra_float_digits = -15;
+		ALTER DATABASE fw SET search_path = '';
+	});
+}
+my $hostile = q{
+	SET DateStyle = 'German';
+	SET TimeZone = 'America/St_Johns';
+	SET IntervalStyle = 'postgres_verbose';
+	SET extra_float_digits = -15;
+	SET search_path = '';
+};
+my $plain = q{
+	SET DateStyle = 'ISO, YMD';
+	SET TimeZone = 'UTC';
+	SET IntervalStyle = 'postgres';
+	SET extra_float_digits = 1;
+	SET search_path = public;
+};
+
+# A query run on the router under the hostile settings, its rows written
+# out under plain ones; and the same query run on the key's shard directly,
+# under plain settings.
+sub routed
+{
+	my ($query) = @_;
+	return $router->safe_psql('router',
+		"$hostile\nCREATE TEMP TABLE answer AS $query;\n$plain\nSELECT a::text FROM answer AS a ORDER BY 1;");
+}
+
+sub direct
+{
+	my ($shard, $query) = @_;
+	return $shards[$shard]->safe_psql('fw', "$plain\nSELECT a::text FROM ($query) AS a ORDER BY 1;");
+}
+
+# -- item 10: windows, spent through the router, as the shard has them ------
+
+my $s = shard_of('mix', 'k');
+my $through = routed(q{SELECT * FROM public.fw_limit_windows('mix', 'k', 8)});
+is( $through,
+	'("1 mon",100,100,f,t,,100,421:59:30,"2026-11-01 00:00:00+00","2026-12-01 00:00:00+00")' . "\n"
+	  . '(00:01:00,5,10,f,f,00:00:30,5,00:00:30,"2026-11-13 10:00:00+00","2026-11-13 10:01:00+00")',
+	'fw_limit_windows through the router under hostile settings everywhere: the windows of 13 November');
+is(direct($s, q{SELECT * FROM public.fw_check_windows('mix', 'k', 8)}), $through,
+	'and the shard answers the same directly');
+is( routed(q{SELECT * FROM public.fw_limit_windows('mix', 'k', 3)}),
+	'("1 mon",100,100,f,t,,97,421:59:30,"2026-11-01 00:00:00+00","2026-12-01 00:00:00+00")' . "\n"
+	  . '(00:01:00,5,10,f,t,,2,00:00:30,"2026-11-13 10:00:00+00","2026-11-13 10:01:00+00")',
+	'a cost of 3 is allowed');
+is(direct($s, q{SELECT * FROM public.fw_check_windows('mix', 'k', 0)}),
+	'("1 mon",100,100,f,t,,97,421:59:30,"2026-11-01 00:00:00+00","2026-12-01 00:00:00+00")' . "\n"
+	  . '(00:01:00,5,10,f,t,,2,00:00:30,"2026-11-13 10:00:00+00","2026-11-13 10:01:00+00")',
+	'and was spent once in each window');
+
+# an inline call: the period and start go to the shard intact, and the
+# shard's answer comes back intact
+my $inline = q{SELECT * FROM public.fw_limit('x', 'k', 5, '1 day 2 hours 0.000001 seconds',
+	'2026-11-13 01:00:00.5+00', cost => 2, capacity => 6)};
+$s = shard_of('x', 'k');
+is(routed($inline), '(t,,3,16:59:30.500001)', 'an inline call with a start and a period in microseconds');
+is(direct($s, q{SELECT * FROM public.fw_check('x', 'k', 5, '1 day 2 hours 0.000001 seconds',
+	'2026-11-13 01:00:00.5+00', cost => 0, capacity => 6)}),
+	'(t,,3,16:59:30.500001)', 'the shard counted it in that window');
+
+# the views, gathered under hostile settings
+is( routed(q{SELECT name, key, storage, window_start, window_end, remaining, period
+             FROM public.fw_counters WHERE name IN ('mix', 'x')}),
+	join("\n",
+		'(mix,k,shmem,"2026-11-01 00:00:00+00","2026-12-01 00:00:00+00",97,"1 mon")',
+		'(mix,k,shmem,"2026-11-13 10:00:00+00","2026-11-13 10:01:00+00",2,00:01:00)',
+		'(x,k,shmem,"2026-11-13 01:00:00.5+00","2026-11-14 03:00:00.500001+00",3,)'),
+	'fw_counters');
+is( routed(q{SELECT name, period, rate, capacity, start, shards FROM public.fw_policies WHERE name = 'mix'}),
+	qq{(mix,"1 mon",100,100,"1970-01-01 00:00:00+00","{0,1}")\n(mix,00:01:00,5,10,"1970-01-01 00:00:00+00","{0,1}")},
+	'fw_policies');
+is( routed(q{SELECT name, key, period, rate, shards FROM public.fw_overrides}),
+	'(mix,vip,00:01:00,50,"{0,1}")', 'fw_overrides');
+is( routed(q{SELECT name, calls, allowed, denied, last_denied_at FROM public.fw_stats WHERE name = 'mix'}),
+	'(mix,2,1,1,"2026-11-13 10:00:30+00")', 'fw_stats');
+
+# -- item 14: HTTP on the router ----------------------------------------------
+
+is( $router->safe_psql('router', q{
+		SELECT fw_headers('mix', ARRAY(SELECT w FROM fw_check_windows('mix', 'k') AS w))}),
+	$shards[shard_of('mix', 'k')]->safe_psql('fw', q{
+		SELECT public.fw_headers('mix', ARRAY(SELECT w FROM public.fw_check_windows('mix', 'k') AS w))}),
+	'fw_headers of a policy on the router, as on the shard');
+is( $router->safe_psql('router', q{
+		SELECT fw_headers(r, 5, '1 minute', 'inline') FROM fw_check('y', 'k', 5, '1 minute') AS r}),
+	$shards[0]->safe_psql('fw', q{
+		SELECT public.fw_headers(r, 5, '1 minute', 'inline') FROM public.fw_check('y', 'k', 5, '1 minute') AS r}),
+	'and of an inline answer');
+
+# the router checks and names periods in SQL as fixed_window does in C
+my @periods = ('1 minute', '60 seconds', '1 mon', '30 days', '1 mon 2 days 3 hours', '0.5 seconds',
+	'1 day -1 hour', '1.000001 seconds', '12 months', '1000 years', '-1 hour', '1 mon -1 day',
+	'0 seconds', '1 microsecond', '2147483647 days');
+my $ids = join(', ', map { "('$_')" } @periods);
+my $id_of = q{
+	CREATE FUNCTION pg_temp.id_of(p interval, rate integer, name text) RETURNS text LANGUAGE plpgsql AS $$
+	BEGIN
+	    RETURN %s;
+	EXCEPTION WHEN OTHERS THEN
+	    RETURN SQLSTATE || ' ' || SQLERRM;
+	END $$;};
+my $router_ids = $router->safe_psql('router',
+	sprintf($id_of, 'public.fw_header_window_id(name, rate, p)')
+	  . "SELECT string_agg(p || ' ' || pg_temp.id_of(p::interval, r, n), E'\\n' ORDER BY p, r, n)
+	     FROM (VALUES $ids) AS v(p), (VALUES (1), (0)) AS r(r), (VALUES ('n'), (repeat('n', 257))) AS n(n)");
+my $shard_ids = $shards[0]->safe_psql('fw',
+	sprintf($id_of, 'public.fw_window_id(name, NULL, rate, p, NULL, NULL)')
+	  . "SET IntervalStyle = 'sql_standard'; SELECT string_agg(p || ' ' || pg_temp.id_of(p::interval, r, n), E'\\n' ORDER BY p, r, n)
+	     FROM (VALUES $ids) AS v(p), (VALUES (1), (0)) AS r(r), (VALUES ('n'), (repeat('n', 257))) AS n(n)");
+$shard_ids =~ s/The period given was "[^"]*"/The period given was .../g;
+$router_ids =~ s/The period given was "[^"]*"/The period given was .../g;
+is($router_ids, $shard_ids, 'the router names periods, and refuses them, as fixed_window does');
+like($router_ids, qr/^1 mon 2 days 3 hours P1MT183600S$/m, '(a month and the rest in seconds)');
+
+# fw_postgrest on the router: headers added when allowed, 429 when denied
+is( $router->safe_psql('router', q{
+		BEGIN;
+		SET LOCAL response.headers = '[{"Cache-Control": "no-store"}]';
+		SELECT fw_postgrest('mix', 'pgrst');
+		SELECT current_setting('response.headers')::jsonb->>0, current_setting('response.headers')::jsonb->1;
+		COMMIT;}),
+	qq{\n{"Cache-Control": "no-store"}|{"RateLimit": "\\"mix/PT60S\\";r=4;t=30, \\"mix/P1M\\";r=99;t=1519170"}},
+	'fw_postgrest on the router adds the headers of an allowed call');
+my ($ret, $out, $err) = $router->psql('router', q{SELECT fw_postgrest('mix', 'pgrst', 9)},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  PGRST: \{"code" : "PT429".*\nDETAIL:  \{"status" : 429, "headers" : \{.*"Retry-After": "30"/,
+	'and ends a denied one with 429 and Retry-After');
+
+# -- item 1: the router's views to an ordinary role --------------------------
+
+$router->safe_psql('router', q{
+	SELECT fw_limit('secret', 'superuser-key', 5, '1 hour');
+	CREATE SCHEMA m AUTHORIZATION app;});
+$shards[0]->safe_psql('fw', "GRANT EXECUTE ON FUNCTION public.fw_override(text, text, integer, interval, integer) TO app");
+$shards[1]->safe_psql('fw', "GRANT EXECUTE ON FUNCTION public.fw_override(text, text, integer, interval, integer) TO app");
+$router->safe_psql('router', "GRANT EXECUTE ON FUNCTION fw_override(text, text, integer, interval, integer),
+	fw_each_shard(text, text, text, integer, interval, timestamptz, integer, boolean, text),
+	fw_route_definition(integer, text, text, text, integer, interval, timestamptz, integer, boolean, text) TO app");
+($ret, $out, $err) = $router->psql('router', q{
+	CREATE FUNCTION m.leak(text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001
+	    AS $$BEGIN IF $1 IS NOT NULL THEN RAISE NOTICE 'leaked: %', $1; END IF; RETURN true; END$$;
+	SELECT fw_override('mix', 'app-made', 7, '1 minute');
+	SELECT (fw_limit('secret', 'app-key', 5, '1 hour')).ok;
+	SELECT key FROM fw_overrides WHERE m.leak(key) ORDER BY key;
+	SELECT key FROM fw_counters WHERE m.leak(key) AND name = 'secret' ORDER BY key;},
+	extra_params => [ '-U', 'app' ]);
+like($out, qr/^\s*t\napp-made\napp-key\s*$/, 'an ordinary role sees its own keys through the router');
+my @leaked = $err =~ /leaked: (.*)/g;
+is(join(',', sort @leaked), 'app-key,app-made', 'and its leaky function sees no other');
+
+# -- item 11: a shard's restart ---------------------------------------------
+
+# A session of the router that made a call keeps its connection to the
+# shard; PL/Proxy tests an idle connection before using it only after two
+# seconds.  Restart the shard and call again within them: the call goes out
+# on the dead connection, the shard's old server ended.
+$s = shard_of('boot', 'kA');
+my $key_b = (grep { shard_of('boot', $_) == $s } map { "kB$_" } 1 .. 20)[0];
+my $session_a = $router->background_psql('router', on_error_stop => 0,
+	extra_params => [ '-U', 'app' ]);
+my $session_b = $router->background_psql('router', on_error_stop => 0,
+	extra_params => [ '-U', 'app' ]);
+# a window of a century, live on the real clock too: a clean restart keeps it
+my $call_a = q{SELECT ok, remaining FROM fw_limit('boot', 'kA', 10, '100 years', '2000-01-01 00:00+00')};
+my $check_b = "SELECT ok, remaining FROM fw_check('boot', '$key_b', 10, '100 years', '2000-01-01 00:00+00', cost => 0)";
+my $remaining_direct = q{SELECT remaining FROM public.fw_check('boot', 'kA', 10, '100 years', '2000-01-01 00:00+00', cost => 0)};
+
+my ($restarted, $answer, $failed, $answer_b, $failed_b, $before);
+foreach my $try (1 .. 3)
+{
+	$before = $shards[$s]->safe_psql('fw', $remaining_direct);
+	is($session_a->query($call_a), 't|' . ($before - 1), "a call before the restart (try $try)");
+	$session_b->query($check_b);
+	my $t0 = time;
+	$shards[$s]->restart;
+	($answer, $failed) = $session_a->query($call_a);
+	($answer_b, $failed_b) = $session_b->query($check_b);
+	$restarted = time - $t0;
+	last if $restarted < 1.8;
+	note sprintf('the restart and the calls took %.1f s: PL/Proxy may have tested the connections itself; again', $restarted);
+}
+note sprintf('restart and calls within %.2f s', $restarted);
+is($answer, 't|' . ($before - 2), 'the first call after the restart is answered') or diag($session_a->{stderr});
+is($shards[$s]->safe_psql('fw', $remaining_direct), $before - 2,
+	'and spent once (the restart kept the counter: a clean one)');
+unlike($session_a->{stderr}, qr/ERROR/, 'without an error');
+is($answer_b, "t|10", 'a check after the restart is answered too');
+$session_a->{stderr} = $session_b->{stderr} = '';
+
+# pg_terminate_backend: the shard's server did not restart; a call that
+# spends may have run when its connection ended, so it is not sent again.
+$before = $shards[$s]->safe_psql('fw', $remaining_direct);
+is($session_a->query($call_a), 't|' . ($before - 1), 'a call');
+$before--;
+$shards[$s]->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app' AND datname = 'fw'");
+($answer, $failed) = $session_a->query($call_a);
+like($session_a->{stderr}, qr/ERROR:  connection to shard $s of the router ended during the call/,
+	'a call that spends, its connection ended by pg_terminate_backend, fails with 08006');
+like($session_a->{stderr}, qr/DETAIL:  The shard ended the router's connection with SQLSTATE 57P01/,
+	'saying why');
+is($shards[$s]->safe_psql('fw', $remaining_direct), $before, 'and spent nothing (it never ran)');
+$session_a->{stderr} = '';
+is($session_a->query($call_a), 't|' . ($before - 1), 'the next call is answered');
+($answer_b, $failed_b) = $session_b->query($check_b);
+is($answer_b, 't|10', 'a check whose connection was ended is sent again');
+$session_a->quit;
+$session_b->quit;
+
+$router->stop;
+$_->stop foreach @shards;
+done_testing();

@@ -8,9 +8,25 @@
 //                  fw_trigger('signup', 'ip') refuses the fourth signup of an
 //                  address in a day with SQLSTATE RL429, answered as 429
 //
-// Connection settings come from the usual PG* environment variables; PORT
-// chooses the port (0: any free one, printed at start).  With
-// FW_TEST_CLOCK=1, a request's X-Test-Clock header sets fixed_window's
+// What a copy of it must keep:
+//
+// - The database may restart, or end a pooled connection, at any time: the
+//   pool's errors are handled, and while the database cannot be reached
+//   requests get 503 with Retry-After, then 200 again once it is back.
+// - Every query has a deadline (STATEMENT_TIMEOUT_MS, enforced by the
+//   server, which cancels the statement), shorter than clients wait: a call
+//   held up (behind a lock, say) is cancelled before it spends, and the
+//   request answers 503.  A call that has spent has answered: it takes
+//   microseconds.
+// - X-Forwarded-For counts only from proxies named in TRUSTED_PROXIES
+//   (address.js): otherwise every forged address would get its own quota.
+// - Bad input is a 4xx saying what is wrong; a failure is a 5xx saying
+//   nothing of the internals (they go to the log).
+//
+// Settings: the usual PG* environment variables; PORT (0: any free one,
+// printed at start); POOL_SIZE; STATEMENT_TIMEOUT_MS (2000);
+// CONNECT_TIMEOUT_MS (2000); TRUSTED_PROXIES (comma-separated addresses).
+// With FW_TEST_CLOCK=1, a request's X-Test-Clock header sets fixed_window's
 // debug clock for it: the service's tests use it to step past a window
 // without sleeping.  It needs a superuser and is for tests only.
 //
@@ -18,15 +34,45 @@
 
 import http from 'node:http';
 import pg from 'pg';
+import { clientAddress, trustedProxies } from './address.js';
 
-const pool = new pg.Pool({ max: Number(process.env.POOL_SIZE ?? 8) });
+const statementTimeout = Number(process.env.STATEMENT_TIMEOUT_MS ?? 2000);
+const pool = new pg.Pool({
+  max: Number(process.env.POOL_SIZE ?? 8),
+  application_name: 'fixed-window-example',
+  connectionTimeoutMillis: Number(process.env.CONNECT_TIMEOUT_MS ?? 2000),
+  idleTimeoutMillis: 30_000,
+  statement_timeout: statementTimeout,          // the server cancels the statement
+  query_timeout: statementTimeout + 1000,       // and if the server cannot, the client stops waiting
+});
+// A pooled connection the server ended while idle (a restart,
+// pg_terminate_backend): the pool drops it and connects anew when needed.
+// Without this handler Node would exit on the 'error' event.
+pool.on('error', (err) => console.error('an idle database connection ended:', err.message));
+
 const testClock = process.env.FW_TEST_CLOCK === '1';
+const trusted = trustedProxies(process.env.TRUSTED_PROXIES);
+const MAX_KEY_BYTES = 1024;
+const RETRY_UNAVAILABLE = '2';          // seconds, for 503
+
+class BadRequest extends Error {}
+
+// Whether an error means the database cannot answer now: it is down,
+// restarting, refusing connections, or the statement ran out of time.
+function unavailable(err) {
+  const code = String(err.code ?? '');
+  return code.startsWith('08')                                  // connection exceptions
+    || ['57P01', '57P02', '57P03', '57014', '53300'].includes(code) // shutdown, crash, starting, cancelled, too many connections
+    || ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT'].includes(code)
+    || /Connection terminated|timeout exceeded|Query read timeout/i.test(err.message ?? '');
+}
 
 // Runs fn(client) on a pooled connection, in a transaction carrying the
 // request's test clock when there is one.
 async function withDatabase(req, fn) {
   const clock = testClock ? req.headers['x-test-clock'] : undefined;
   const client = await pool.connect();
+  let broken;
   try {
     if (!clock) return await fn(client);
     await client.query('BEGIN');
@@ -35,16 +81,12 @@ async function withDatabase(req, fn) {
     await client.query('COMMIT');
     return result;
   } catch (err) {
+    broken = unavailable(err) ? err : undefined;
     if (clock) await client.query('ROLLBACK').catch(() => {});
     throw err;
   } finally {
-    client.release();
+    client.release(broken);             // a connection that failed is not reused
   }
-}
-
-function clientAddress(req) {
-  const forwarded = req.headers['x-forwarded-for'];
-  return forwarded ? forwarded.split(',')[0].trim() : req.socket.remoteAddress;
 }
 
 function send(res, status, headers, body) {
@@ -60,34 +102,40 @@ const LIMIT = `
 const CHECK = `
   SELECT fw_headers($1, ARRAY(SELECT w FROM fw_check_windows($1, $2) AS w)) AS headers`;
 
+function retryAfter(headers) {
+  return headers['Retry-After'] === undefined ? null : Number(headers['Retry-After']);
+}
+
 async function hello(req, res) {
-  const key = req.headers['x-api-key'] ?? clientAddress(req);
+  const key = req.headers['x-api-key'] ?? clientAddress(req, trusted);
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES)
+    throw new BadRequest(`X-Api-Key must be at most ${MAX_KEY_BYTES} bytes`);
   const { ok, headers } = await withDatabase(req, async (db) =>
     (await db.query(LIMIT, ['api', key])).rows[0]);
   if (ok) send(res, 200, headers, { hello: key });
-  else send(res, 429, headers, { error: 'rate limit exceeded', retry_after: Number(headers['Retry-After']) });
+  else send(res, 429, headers, { error: 'rate limit exceeded', retry_after: retryAfter(headers) });
 }
 
 async function signup(req, res, body) {
-  const ip = clientAddress(req);
+  const ip = clientAddress(req, trusted);
   let email;
   try {
     ({ email } = JSON.parse(body));
   } catch {
-    return send(res, 400, {}, { error: 'the body must be JSON' });
+    throw new BadRequest('the body must be JSON');
   }
+  if (typeof email !== 'string' || email === '') throw new BadRequest('email is required');
+  if (Buffer.byteLength(email) > MAX_KEY_BYTES)
+    throw new BadRequest(`email must be at most ${MAX_KEY_BYTES} bytes`);
   try {
     const id = await withDatabase(req, async (db) =>
-      (await db.query('INSERT INTO signups (email, ip) VALUES ($1, $2) RETURNING id', [email ?? null, ip])).rows[0].id);
+      (await db.query('INSERT INTO signups (email, ip) VALUES ($1, $2) RETURNING id', [email, ip])).rows[0].id);
     send(res, 201, {}, { id: Number(id) });
   } catch (err) {
-    if (err.code === 'RL429') {
-      // the trigger refused the row: tell the client when it may try again
-      const { headers } = await withDatabase(req, async (db) => (await db.query(CHECK, ['signup', ip])).rows[0]);
-      return send(res, 429, headers, { error: err.message, retry_after: Number(headers['Retry-After']) });
-    }
-    if (err.code === '23502') return send(res, 400, {}, { error: 'email is required' });
-    throw err;
+    if (err.code !== 'RL429') throw err;
+    // the trigger refused the row: tell the client when it may try again
+    const { headers } = await withDatabase(req, async (db) => (await db.query(CHECK, ['signup', ip])).rows[0]);
+    send(res, 429, headers, { error: 'too many signups from this address', retry_after: retryAfter(headers) });
   }
 }
 
@@ -101,8 +149,13 @@ const server = http.createServer((req, res) => {
       else if (req.method === 'POST' && path === '/signup') await signup(req, res, body);
       else send(res, 404, {}, { error: 'not found' });
     } catch (err) {
+      if (err instanceof BadRequest) return send(res, 400, {}, { error: err.message });
+      if (unavailable(err)) {
+        console.error('database unavailable:', err.code ?? '', err.message);
+        return send(res, 503, { 'Retry-After': RETRY_UNAVAILABLE }, { error: 'service unavailable' });
+      }
       console.error(err);
-      send(res, 500, {}, { error: 'internal error', code: err.code });
+      send(res, 500, {}, { error: 'internal error' });
     }
   });
 });

@@ -18,9 +18,13 @@ cleanup() {
 trap cleanup EXIT
 
 fw_cluster_start "$dir" "shared_preload_libraries = 'fixed_window'"
-service_start "$here" "$dir" FW_TEST_CLOCK=1
+# The tests stand for the proxy in front of the service: they connect from
+# 127.0.0.1 and say in X-Forwarded-For whom they forward.  They restart the
+# database (PG_DATA) and hold locks, so the deadline of a call is short.
+service_start "$here" "$dir" FW_TEST_CLOCK=1 TRUSTED_PROXIES=127.0.0.1 STATEMENT_TIMEOUT_MS=1000
 
-if ! SERVICE_URL=$service_url node --test "$here/test/"; then
+if ! fw_as_user env SERVICE_URL="$service_url" PG_DATA="$dir/data" PGHOST="$PGHOST" PGPORT="$PGPORT" \
+        PGUSER="$PGUSER" PGDATABASE="$PGDATABASE" node --test "$here/test/"; then
     echo "--- service log" >&2
     cat "$dir/service.log" >&2
     exit 1

@@ -8,6 +8,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import pg from 'pg';
 
 const service = process.env.SERVICE_URL;
 const T0 = Date.parse('2026-05-01T10:00:00Z');
@@ -15,8 +18,33 @@ const T0 = Date.parse('2026-05-01T10:00:00Z');
 const clock = (ms) => new Date(ms).toISOString();
 
 async function hello(key, at) {
-  const res = await fetch(`${service}/hello`, { headers: { 'X-Api-Key': key, 'X-Test-Clock': clock(at) } });
+  const res = await fetch(`${service}/hello`, {
+    headers: { 'X-Api-Key': key, 'X-Test-Clock': clock(at) },
+    signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
+  });
   return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+// SQL on the service's database, as a superuser, on a connection of its own.
+async function sql(text, params) {
+  const db = new pg.Client();
+  await db.connect();
+  try {
+    return (await db.query(text, params)).rows;
+  } finally {
+    await db.end();
+  }
+}
+
+// What a key of the policy "api" holds at a time, spending nothing.
+async function tokens(key, at) {
+  const rows = await sql(`SELECT set_config('fixed_window.debug_now', $2, false),
+                                 (fw_check('api', $1, 0)).remaining`, [key, clock(at)]);
+  return rows[0].remaining;
+}
+
+function pgCtl(...args) {
+  execFileSync('pg_ctl', ['-D', process.env.PG_DATA, ...args], { stdio: 'ignore' });
 }
 
 async function signup(ip, email, at) {
@@ -24,6 +52,7 @@ async function signup(ip, email, at) {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': ip, 'X-Test-Clock': clock(at) },
     body: JSON.stringify({ email }),
+    signal: AbortSignal.timeout(10_000),
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
 }
@@ -65,7 +94,7 @@ test('the fourth signup of an address in a day is a 429 from the trigger, with R
   }
   const denied = await signup('192.0.2.1', 'user4@example.com', T0);
   assert.equal(denied.status, 429);
-  assert.equal(denied.body.error, 'rate limit policy "signup" exceeded');
+  assert.equal(denied.body.error, 'too many signups from this address');
   assert.equal(denied.headers.get('retry-after'), String(14 * 3600)); // until midnight UTC
   assert.equal(denied.headers.get('ratelimit-policy'), '"signup";q=3;w=86400');
   assert.equal(denied.headers.get('ratelimit'), `"signup";r=0;t=${14 * 3600}`);
@@ -79,4 +108,72 @@ test('bad requests are 400 and unknown paths 404, never an allowed call', async 
   assert.equal((await signup('192.0.2.3', undefined, T0)).status, 400);
   const res = await fetch(`${service}/nowhere`);
   assert.equal(res.status, 404);
+});
+
+test('a key too long is a 400 that shows no internals (1.2.1: a 500 with SQLSTATE 54000)', async () => {
+  const long = await hello('k'.repeat(3000), T0);
+  assert.equal(long.status, 400);
+  assert.deepEqual(long.body, { error: 'X-Api-Key must be at most 1024 bytes' });
+  assert.equal((await hello('k'.repeat(1024), T0)).status, 200);
+});
+
+test('forged X-Forwarded-For addresses share the quota of the address the proxy saw', async () => {
+  // The proxy (here, the test) appends the address it saw; whatever the
+  // client wrote before it does not count.  1.2.1 took the leftmost entry:
+  // a forged address per request got 5 of 5 signups past a limit of 3.
+  const statuses = [];
+  for (let i = 1; i <= 5; i++) {
+    statuses.push((await signup(`203.0.113.${i}, 192.0.2.77`, `forger${i}@example.com`, T0)).status);
+  }
+  assert.deepEqual(statuses, [201, 201, 201, 429, 429]);
+});
+
+test('a call held up beyond its deadline is a 503, and spends nothing', async () => {
+  const at = T0 + 3600_000;
+  assert.equal((await hello('held', at)).status, 200);
+  const before = await tokens('held', at);
+  // Hold fw_policy locked, and change an override: the service's sessions
+  // must read the policy again, and wait for the lock.
+  const locker = new pg.Client();
+  await locker.connect();
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE fw_policy IN ACCESS EXCLUSIVE MODE');
+  await sql("SELECT fw_unoverride('api', 'nobody')");
+  const started = Date.now();
+  const held = await hello('held', at);
+  const waited = Date.now() - started;
+  await locker.query('ROLLBACK');
+  await locker.end();
+  assert.equal(held.status, 503);
+  assert.equal(held.headers.get('retry-after'), '2');
+  assert.deepEqual(held.body, { error: 'service unavailable' });
+  assert.ok(waited < 5000, `answered after ${waited} ms, within the deadline`);
+  assert.equal(await tokens('held', at), before, 'the cancelled call spent nothing');
+  assert.equal((await hello('held', at)).status, 200);
+});
+
+test('a pooled connection ended by the server does not end the service', async () => {
+  assert.equal((await hello('pool', T0)).status, 200);
+  const ended = await sql(`SELECT count(pg_terminate_backend(pid)) AS n
+                           FROM (SELECT pid FROM pg_stat_activity
+                                 WHERE application_name = 'fixed-window-example' OFFSET 0) AS service`);
+  assert.ok(Number(ended[0].n) > 0, 'the service had connections to end');
+  await new Promise((resolve) => setTimeout(resolve, 200)); // the pool hears of it
+  assert.equal((await hello('pool', T0)).status, 200);
+});
+
+test('a database restart: 503 with Retry-After while it is down, 200 once it is back', async () => {
+  // 1.2.1 had no handler for the pool's errors: Node exited when the
+  // restart ended its idle connections, and every request after failed.
+  assert.equal((await hello('restart', T0)).status, 200);
+  pgCtl('-m', 'fast', '-w', 'stop');
+  try {
+    const down = await hello('restart', T0);
+    assert.equal(down.status, 503);
+    assert.equal(down.headers.get('retry-after'), '2');
+    assert.deepEqual(down.body, { error: 'service unavailable' });
+  } finally {
+    pgCtl('-l', path.join(path.dirname(process.env.PG_DATA), 'server.log'), '-w', 'start');
+  }
+  assert.equal((await hello('restart', T0)).status, 200);
 });

@@ -1,0 +1,42 @@
+// Unit tests of the client address (address.js): forwarded addresses count
+// only from trusted proxies, and only the hops they added.
+//
+// Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { clientAddress, trustedProxies } from '../address.js';
+
+const request = (peer, forwarded) => ({
+  socket: { remoteAddress: peer },
+  headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded },
+});
+
+test('without trusted proxies the peer is the client, whatever it forwards', () => {
+  const none = trustedProxies(undefined);
+  assert.equal(clientAddress(request('192.0.2.1'), none), '192.0.2.1');
+  assert.equal(clientAddress(request('192.0.2.1', '203.0.113.9'), none), '192.0.2.1');
+  assert.equal(clientAddress(request('::ffff:192.0.2.1', '203.0.113.9'), none), '192.0.2.1');
+});
+
+test('behind a trusted proxy, the hop it added: the rightmost entry', () => {
+  const proxy = trustedProxies('10.0.0.1');
+  assert.equal(clientAddress(request('10.0.0.1', '198.51.100.7'), proxy), '198.51.100.7');
+  assert.equal(clientAddress(request('10.0.0.1', 'forged, 203.0.113.9, 198.51.100.7'), proxy), '198.51.100.7');
+  // a peer that is not the proxy forwards nothing
+  assert.equal(clientAddress(request('198.51.100.8', '203.0.113.9'), proxy), '198.51.100.8');
+  // the proxy without the header: the proxy itself
+  assert.equal(clientAddress(request('10.0.0.1'), proxy), '10.0.0.1');
+});
+
+test('a chain of trusted proxies, read from the right', () => {
+  const chain = trustedProxies('10.0.0.1, 10.0.0.2,::1');
+  assert.equal(clientAddress(request('10.0.0.1', '203.0.113.9, 198.51.100.7, 10.0.0.2'), chain), '198.51.100.7');
+  assert.equal(clientAddress(request('::1', '2001:db8::5'), chain), '2001:db8::5');
+});
+
+test('an entry that is no address stops the walk at the last proxy', () => {
+  const proxy = trustedProxies('10.0.0.1');
+  assert.equal(clientAddress(request('10.0.0.1', '198.51.100.7, unknown'), proxy), '10.0.0.1');
+  assert.deepEqual([...trustedProxies('nonsense, 10.0.0.1')], ['10.0.0.1']);
+});

@@ -2,7 +2,9 @@
 # make check-version: the version lives in the control files (fixed_window's
 # default_version is the Makefile's EXTVERSION); META.json, which PGXN reads,
 # and debian/changelog's newest entry must say the same, as major.minor.patch
-# (major.minor.0 when the control file has no patch number).
+# (major.minor.0 when the control file has no patch number).  The oldest
+# PostgreSQL lives in src/compat.h; META.json, debian/pgversions and the
+# README must say the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,5 +41,27 @@ check "META.json's fixed_window" "$fw" "$(meta_version fixed_window)"
 check "META.json's fixed_window_proxy" "$proxy" "$(meta_version fixed_window_proxy)"
 # the first line of debian/changelog: "source (version) distribution; ..."
 check "debian/changelog's version" "$fw" "$(sed -n '1s/^[^ ]* (\([^)-]*\).*/\1/p' debian/changelog)"
-[ $status -eq 0 ] && echo "versions: fixed_window $fw, fixed_window_proxy $proxy"
+
+# The oldest PostgreSQL: compat.h refuses anything older; META.json,
+# debian/pgversions and the README must say the same; and SQL-standard
+# function bodies (RETURN, BEGIN ATOMIC) in the scripts need 14.
+min=$(sed -n 's/^#define FW_MIN_PG_VERSION[[:space:]]*\([0-9]*\)0000$/\1/p' src/compat.h)
+oldest() {
+    local what=$1 got=$2
+    if [ "$got" != "$min" ]; then
+        echo "PostgreSQL version mismatch: $what says $got, src/compat.h's FW_MIN_PG_VERSION $min" >&2
+        status=1
+    fi
+}
+oldest "META.json's prereq" "$(sed -n 's/.*"PostgreSQL"[[:space:]]*:[[:space:]]*"\([0-9]*\)\..*/\1/p' META.json)"
+oldest "debian/pgversions' first version" "$(grep -v '^#' debian/pgversions | head -n 1)"
+oldest "README.md's \"written for PostgreSQL N to 17\"" \
+    "$(sed -n 's/.*written for PostgreSQL \([0-9]*\) to [0-9]*.*/\1/p' README.md | head -n 1)"
+# (a body of the SQL standard starts a line; PL/pgSQL's RETURN is indented)
+if [ "${min:-0}" -lt 14 ] && grep -lE '^(RETURN |BEGIN ATOMIC)' sql/fixed_window*--*.sql* 2>/dev/null; then
+    echo "the scripts above use SQL-standard function bodies, which need PostgreSQL 14; FW_MIN_PG_VERSION is $min" >&2
+    status=1
+fi
+
+[ $status -eq 0 ] && echo "versions: fixed_window $fw, fixed_window_proxy $proxy; PostgreSQL $min and later"
 exit $status

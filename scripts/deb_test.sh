@@ -35,6 +35,7 @@ tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.b
     --exclude=node_modules --exclude='tmp_check*' --exclude=results --exclude='output_*' \
     --exclude='*.zip' --exclude="sql/fixed_window--$extversion.sql" -cf - . | tar -C "$src" -xf -
 chown -R "$FW_RUN_USER" "$work"
+fw_as_user make -C "$src" -s clean >/dev/null 2>&1 || true    # what make builds, built anew
 fw_log "dpkg-buildpackage -us -uc (log: $work/build.log)"
 if ! (cd "$src" && fw_as_user dpkg-buildpackage -us -uc >"$work/build.log" 2>&1); then
     tail -n 80 "$work/build.log"
@@ -53,6 +54,20 @@ for f in "$libdir/fixed_window.so" "$sharedir/extension/fixed_window.control" \
     owner=$(dpkg -S "$f" | cut -d: -f1)
     [ "$owner" = "$package" ] || { echo "test-deb: $f belongs to \"$owner\", not $package" >&2; exit 1; }
 done
+
+# The documentation: README.md and the docs/ it links to (1.2.1 shipped the
+# README alone, its links to docs/ broken).
+docdir=/usr/share/doc/$package
+[ -f "$docdir/README.md" ] || { echo "test-deb: $docdir/README.md is missing" >&2; exit 1; }
+broken=0
+while read -r link; do
+    if [ ! -f "$docdir/$link" ]; then
+        echo "test-deb: README.md links to $link, which the package does not hold" >&2
+        broken=1
+    fi
+done < <(grep -o '](docs/[^)#]*' "$docdir/README.md" | sed 's/^](//' | sort -u)
+[ $broken -eq 0 ] || exit 1
+echo "test-deb: the package holds README.md and the $(grep -o '](docs/[^)#]*' "$docdir/README.md" | sort -u | wc -l) documents it links to"
 
 fw_log "calling the packaged extension on a fresh cluster"
 mkdir "$work/cluster"; chown "$FW_RUN_USER" "$work/cluster"

@@ -29,8 +29,10 @@
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
+#include "table_store.h"
 
 PG_FUNCTION_INFO_V1(fw_shmem_counters);
+PG_FUNCTION_INFO_V1(fw_table_counters);
 PG_FUNCTION_INFO_V1(fw_may_see_key);
 PG_FUNCTION_INFO_V1(fw_shmem_reset);
 PG_FUNCTION_INFO_V1(fw_shmem_stats);
@@ -105,6 +107,18 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	return false;
 }
 
+/* Set up the result of a function listing counters, as fw_collect_counter fills it. */
+static void
+fw_begin_counters_scan(FunctionCallInfo fcinfo, FwCountersScan *scan)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	fw_init_materialized_srf(fcinfo);
+	scan->store = rsinfo->setResult;
+	scan->tupdesc = rsinfo->setDesc;
+	scan->all_keys = fw_sees_all_keys();
+}
+
 /*
  * fw_shmem_counters() returns setof (name, key, window_start, window_end,
  * remaining, rate, capacity, period_id)
@@ -117,14 +131,35 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 Datum
 fw_shmem_counters(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FwCountersScan scan;
 
-	fw_init_materialized_srf(fcinfo);
-	scan.store = rsinfo->setResult;
-	scan.tupdesc = rsinfo->setDesc;
-	scan.all_keys = fw_sees_all_keys();
+	fw_begin_counters_scan(fcinfo, &scan);
 	fw_shmem_foreach(fw_collect_counter, &scan, false);
+	return (Datum) 0;
+}
+
+/*
+ * fw_table_counters() returns setof (name, key, window_start, window_end,
+ * remaining, rate, capacity, period_id)
+ *
+ * The counter rows of the table backend, as fw_shmem_counters shows those of
+ * shared memory: other roles' keys NULL.  It reads the table by OID without
+ * privilege checks (ordinary roles have none on it), so that fw_counters
+ * need not name it: a view naming an unlogged table fails to plan on a
+ * standby.  On a standby it lists nothing and says so, unless the table
+ * was made LOGGED.
+ */
+Datum
+fw_table_counters(PG_FUNCTION_ARGS)
+{
+	FwCountersScan scan;
+
+	fw_begin_counters_scan(fcinfo, &scan);
+	if (!fw_table_foreach(fw_collect_counter, &scan))
+		ereport(NOTICE,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("the counters of fixed_window's table are not readable on a standby"),
+				 errdetail("The table fw_counter is unlogged: a standby holds none of its rows. This server's shared-memory counters are listed.")));
 	return (Datum) 0;
 }
 

@@ -2,9 +2,13 @@
  *
  * compat.h
  *	  The differences between the PostgreSQL versions fixed_window is
- *	  written for (13 to 17), in one place, so that the code itself reads
+ *	  written for (14 to 17), in one place, so that the code itself reads
  *	  as one version.  Only 15 is built and tested on this project's
  *	  machines; the other branches are written from each release's headers.
+ *	  14 is the oldest: the extension's scripts use SQL-standard function
+ *	  bodies (RETURN, BEGIN ATOMIC), which 14 introduced.  FW_MIN_PG_VERSION
+ *	  is checked against META.json, debian/pgversions and the README by
+ *	  scripts/check_version.sh.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -13,8 +17,10 @@
 #ifndef FW_COMPAT_H
 #define FW_COMPAT_H
 
-#if PG_VERSION_NUM < 130000
-#error "fixed_window needs PostgreSQL 13 or later"
+#define FW_MIN_PG_VERSION	140000
+
+#if PG_VERSION_NUM < FW_MIN_PG_VERSION
+#error "fixed_window needs PostgreSQL 14 or later"
 #endif
 
 #include "access/heapam.h"
@@ -28,20 +34,6 @@
 /* _PG_init is declared by fmgr.h from 16 on. */
 #if PG_VERSION_NUM < 160000
 extern void _PG_init(void);
-#endif
-
-/* ProcessUtility_hook takes readOnlyTree from 14 on. */
-#if PG_VERSION_NUM >= 140000
-#define FW_UTILITY_READ_ONLY_TREE_PARAM bool readOnlyTree,
-#define FW_UTILITY_READ_ONLY_TREE_ARG readOnlyTree,
-#else
-#define FW_UTILITY_READ_ONLY_TREE_PARAM
-#define FW_UTILITY_READ_ONLY_TREE_ARG
-#endif
-
-/* The predefined role was renamed in 14. */
-#if PG_VERSION_NUM < 140000
-#define ROLE_PG_READ_ALL_STATS DEFAULT_ROLE_READ_ALL_STATS
 #endif
 
 /*
@@ -87,13 +79,6 @@ fw_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 #define FW_INTERVAL_NOT_FINITE(i) INTERVAL_NOT_FINITE(i)
 #else
 #define FW_INTERVAL_NOT_FINITE(i) false
-#endif
-
-/* index_insert's indexUnchanged hint exists from 14 on. */
-#if PG_VERSION_NUM >= 140000
-#define FW_INDEX_UNCHANGED(unchanged) (unchanged),
-#else
-#define FW_INDEX_UNCHANGED(unchanged)
 #endif
 
 /*

@@ -79,7 +79,7 @@ fw_shmem_startup_hook(void)
  */
 static void
 fw_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
-						FW_UTILITY_READ_ONLY_TREE_PARAM ProcessUtilityContext context,
+						bool readOnlyTree, ProcessUtilityContext context,
 						ParamListInfo params, QueryEnvironment *queryEnv,
 						DestReceiver *dest, QueryCompletion *qc)
 {
@@ -90,10 +90,10 @@ fw_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 		dropped = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 
 	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, FW_UTILITY_READ_ONLY_TREE_ARG
+		prev_process_utility_hook(pstmt, queryString, readOnlyTree,
 								  context, params, queryEnv, dest, qc);
 	else
-		standard_ProcessUtility(pstmt, queryString, FW_UTILITY_READ_ONLY_TREE_ARG
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree,
 								context, params, queryEnv, dest, qc);
 
 	if (OidIsValid(dropped))

@@ -45,6 +45,34 @@ typedef struct FwIdentity
 	uint32		hash;			/* of all three, to find the counter */
 } FwIdentity;
 
+/* What a counter holds besides its identity, in either store. */
+typedef struct FwCounterData
+{
+	int64		window_start;
+	int64		window_end;		/* derivable; kept for inspection and reclaim */
+	int32		tokens;
+	int32		rate;			/* as given by the last fw_limit call, */
+	int32		capacity;		/* for inspection */
+	Oid			userid;			/* role of the last fw_limit call */
+} FwCounterData;
+
+/*
+ * A counter as the admin functions see it, in either store: its name is
+ * that of its limit, or of its policy, a zero byte and its window's period
+ * identifier (see fw_identity_init_window).
+ */
+typedef struct FwCounterView
+{
+	const char *name;
+	int			name_len;
+	const char *key;
+	int			key_len;
+	FwCounterData data;
+} FwCounterView;
+
+/* Returns true to remove the counter, where the walk allows it. */
+typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
+
 /* How applying a call to a store ended. */
 typedef enum FwApplyResult
 {

@@ -12,30 +12,6 @@
 
 #include "identity.h"
 
-/* What a counter in shared memory holds besides its identity. */
-typedef struct FwCounterData
-{
-	int64		window_start;
-	int64		window_end;		/* derivable; kept for inspection and reclaim */
-	int32		tokens;
-	int32		rate;			/* as given by the last fw_limit call, */
-	int32		capacity;		/* for inspection */
-	Oid			userid;			/* role of the last fw_limit call */
-} FwCounterData;
-
-/* A counter as the admin functions see it. */
-typedef struct FwCounterView
-{
-	const char *name;
-	int			name_len;
-	const char *key;
-	int			key_len;
-	FwCounterData data;
-} FwCounterView;
-
-/* Returns true to remove the counter, where the walk allows it. */
-typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
-
 /* How full the table was when a call found no room, for its error. */
 typedef struct FwShmemUsage
 {

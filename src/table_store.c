@@ -58,6 +58,7 @@
 #include "utils/resowner.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -275,7 +276,7 @@ fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
 
 	/* an update keeps the key: "unchanged" is a hint for btree */
 	index_insert(index, (Datum *) rk->values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
-				 FW_INDEX_UNCHANGED(unchanged) BuildIndexInfo(index));
+				 unchanged, BuildIndexInfo(index));
 }
 
 /*
@@ -663,4 +664,87 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return result;
+}
+
+/*
+ * Visit every counter row of this database, as the statement's snapshot
+ * sees it; the visitor's answer is ignored (nothing is removed).  Returns
+ * false when the table cannot be read: on a standby, if it is unlogged (as
+ * installed), since a standby holds no rows of unlogged tables.  A DBA who
+ * made it LOGGED, to keep counters through a failover, reads it there.
+ */
+bool
+fw_table_foreach(FwCounterVisitor visitor, void *arg)
+{
+	Relation	rel;
+	Relation	index;
+	int			natts;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	MemoryContext rowcontext;
+	MemoryContext oldcontext;
+
+	natts = fw_table_open(AccessShareLock, &rel, &index);
+	if (RecoveryInProgress() && rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+	{
+		index_close(index, AccessShareLock);
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	slot = table_slot_create(rel, NULL);
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	rowcontext = AllocSetContextCreate(CurrentMemoryContext, "fixed_window counter row",
+									   ALLOCSET_SMALL_SIZES);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		text	   *name;
+		text	   *key;
+		text	   *period_id = NULL;
+		int			name_len;
+		int			period_id_len = 0;
+		char	   *counter_name;
+		FwCounterView view;
+
+		CHECK_FOR_INTERRUPTS();
+		oldcontext = MemoryContextSwitchTo(rowcontext);
+		slot_getallattrs(slot);
+		name = DatumGetTextPP(slot->tts_values[COL_NAME]);
+		key = DatumGetTextPP(slot->tts_values[COL_KEY]);
+		name_len = VARSIZE_ANY_EXHDR(name);
+		if (natts == FW_TABLE_NATTS)
+		{
+			period_id = DatumGetTextPP(slot->tts_values[COL_PERIOD_ID]);
+			period_id_len = VARSIZE_ANY_EXHDR(period_id);
+		}
+
+		/* the counter's name as in shared memory: a policy's has its period */
+		counter_name = palloc(name_len + 1 + period_id_len);
+		memcpy(counter_name, VARDATA_ANY(name), name_len);
+		view.name = counter_name;
+		view.name_len = name_len;
+		if (period_id_len > 0)
+		{
+			counter_name[name_len] = '\0';
+			memcpy(counter_name + name_len + 1, VARDATA_ANY(period_id), period_id_len);
+			view.name_len = name_len + 1 + period_id_len;
+		}
+		view.key = VARDATA_ANY(key);
+		view.key_len = VARSIZE_ANY_EXHDR(key);
+		view.data.window_start = DatumGetTimestampTz(slot->tts_values[COL_WINDOW_START]);
+		view.data.window_end = DatumGetTimestampTz(slot->tts_values[COL_WINDOW_END]);
+		view.data.tokens = DatumGetInt32(slot->tts_values[COL_TOKENS]);
+		view.data.rate = DatumGetInt32(slot->tts_values[COL_RATE]);
+		view.data.capacity = DatumGetInt32(slot->tts_values[COL_CAPACITY]);
+		view.data.userid = DatumGetObjectId(slot->tts_values[COL_USERID]);
+		MemoryContextSwitchTo(oldcontext);
+
+		(void) visitor(&view, arg);
+		MemoryContextReset(rowcontext);
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	MemoryContextDelete(rowcontext);
+	index_close(index, NoLock);
+	table_close(rel, NoLock);
+	return true;
 }

@@ -13,5 +13,6 @@
 #include "identity.h"
 
 extern FwApplyResult fw_table_apply(const FwCall *call, FwOutcome *outcome);
+extern bool fw_table_foreach(FwCounterVisitor visitor, void *arg);
 
 #endif							/* FW_TABLE_STORE_H */

@@ -1,6 +1,10 @@
 # On a hot standby: shared-memory counters keep working, local to the
 # standby; the table backend fails with a clear error saying the standby
-# cannot write.
+# cannot write; the views work there (issue 19, item 22: 1.2.1's fw_counters
+# and fw_stats failed on a standby, "cannot access temporary or unlogged
+# relations during recovery", since they read the unlogged table): they show
+# the standby's shared-memory counters and statistics, and say that the
+# table's are not readable there.
 use strict;
 use warnings;
 
@@ -18,7 +22,13 @@ fixed_window.debug_now = '2026-06-01 12:00:00+00'
 });
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
-$primary->safe_psql('postgres', "SELECT fw_limit('api', 'k', 5, '1 hour')");
+$primary->safe_psql('postgres', q{
+	SELECT fw_limit('api', 'k', 5, '1 hour');
+	SET fixed_window.storage = 'table';
+	SELECT fw_limit('api', 'on-table', 5, '1 hour');
+});
+is( $primary->safe_psql('postgres', "SELECT string_agg(key || ' ' || storage, ', ' ORDER BY key) FROM fw_counters"),
+	'k shmem, on-table table', 'the primary lists counters of both storages');
 
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -49,6 +59,25 @@ like($stderr, qr/HINT:  Preload fixed_window on the standby/, 'and a hint');
 ($ret, $stdout, $stderr) = $standby->psql('postgres',
 	"SET fixed_window.storage = 'table';\nSELECT * FROM fw_check('api', 'k', 5, '1 hour')");
 like($stderr, qr/cannot keep counters in its table on a standby/, 'fw_check says the same');
+
+# The views on the standby: its shared-memory counters and statistics, and a
+# notice that the table's cannot be read there.
+($ret, $stdout, $stderr) = $standby->psql('postgres',
+	"SELECT string_agg(key || ' ' || storage || ' ' || remaining, ', ') FROM fw_counters");
+is($ret, 0, 'fw_counters works on the standby') or diag($stderr);
+is($stdout, 'k shmem 0', "and lists the standby's shared-memory counter");
+like($stderr, qr/NOTICE:  the counters of fixed_window's table are not readable on a standby/,
+	"saying that the table's are not readable there");
+($ret, $stdout, $stderr) = $standby->psql('postgres', "SELECT name, calls, allowed, denied FROM fw_stats");
+is($ret, 0, 'fw_stats works on the standby') or diag($stderr);
+is($stdout, 'api|3|2|1', "and counts the standby's own calls");
+like($stderr, qr/NOTICE:  the statistics of fixed_window's table are not readable on a standby/,
+	"saying that the table's are not readable there");
+# an ordinary role reads them too, keys hidden as on the primary
+$primary->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', 'SELECT count(*), count(key) FROM fw_counters', extra_params => [ '-U', 'reader' ]),
+	'1|0', "an ordinary role reads fw_counters on the standby, without other roles' keys");
 
 $standby->stop;
 $primary->stop;

@@ -2,7 +2,7 @@
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
 # statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
-# the default version of the control file (1.2.1).  After the update the
+# the default version of the control file (1.3).  After the update the
 # counters of both backends are still there and answer as before, the views
 # and admin functions work with their 1.0.1 behaviour, and every member
 # object, with its definition, privileges and comment, equals that of a fresh
@@ -14,7 +14,11 @@
 # A second database takes the path one step at a time, 1.0 -> 1.0.1 -> the
 # default, with its counters kept, and ends with the objects of a fresh
 # installation.  A third, a live 1.2 whose fw_postgrest spent before it
-# failed, is updated to 1.2.1, which refuses before it spends.
+# failed, is updated, and refuses before it spends.  A fourth, a live 1.2.1
+# showing what issue 19 found (a leaky function reading fw_overrides, a
+# refund by any role, a definition no call could use, a new key denied
+# forever, a standby-hostile fw_counters), is updated to 1.3 with its
+# counters, and each is fixed.
 use strict;
 use warnings;
 
@@ -34,13 +38,14 @@ $node->start;
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
-is($default, '1.2.1', 'the control file names 1.2.1 as the default version');
+is($default, '1.3', 'the control file names 1.3 as the default version');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
 		FROM pg_extension_update_paths('fixed_window')
-		WHERE target = '1.2.1' AND path IS NOT NULL}),
-	'1.0 1.0--1.0.1--1.1--1.2--1.2.1, 1.0.1 1.0.1--1.1--1.2--1.2.1, 1.1 1.1--1.2--1.2.1, 1.2 1.2--1.2.1',
-	'update paths to 1.2.1: from 1.0 and 1.0.1 through 1.1 and 1.2, from 1.1, from 1.2');
+		WHERE target = '1.3' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3, 1.1 1.1--1.2--1.2.1--1.3, '
+	  . '1.2 1.2--1.2.1--1.3, 1.2.1 1.2.1--1.3',
+	'update paths to 1.3: from every earlier version, each step in turn');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -163,76 +168,17 @@ is( $node->safe_psql($db, q{
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION fixed_window');
 
-my $members = q{
-WITH m AS (
-    SELECT d.classid, d.objid, d.objsubid
-    FROM pg_depend d
-    JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-    WHERE e.extname = 'fixed_window' AND d.deptype = 'e'
-)
-SELECT (SELECT format('extension %s %s in schema %s, relocatable %s, config %s %s',
-                      extname, extversion, extnamespace::regnamespace, extrelocatable,
-                      coalesce(extconfig::regclass[]::text, '-'), coalesce(extcondition::text, '-'))
-        FROM pg_extension WHERE extname = 'fixed_window')
-    || E'\n' ||
-    string_agg(x.descr || E'\n' || x.def, E'\n' ORDER BY x.descr)
-FROM (
-    SELECT pg_describe_object(m.classid, m.objid, m.objsubid) AS descr,
-        concat_ws(E'\n',
-            '  comment: ' || coalesce(obj_description(m.objid, m.classid::regclass::text), '-'),
-            CASE m.classid
-            WHEN 'pg_proc'::regclass THEN
-                (SELECT '  acl: ' || coalesce(p.proacl::text, 'default') || E'\n  owner: ' || p.proowner::regrole
-                        || E'\n' || pg_get_functiondef(p.oid)
-                 FROM pg_proc p WHERE p.oid = m.objid)
-            WHEN 'pg_type'::regclass THEN
-                (SELECT '  type: ' || t.typtype::text || ' ' || format_type(t.oid, NULL)
-                        || ' acl: ' || coalesce(t.typacl::text, 'default')
-                        || ' owner: ' || t.typowner::regrole
-                        || coalesce(E'\n  attributes: ' || (
-                            SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', '
-                                              ORDER BY a.attnum)
-                            FROM pg_attribute a
-                            WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped), '')
-                 FROM pg_type t WHERE t.oid = m.objid)
-            WHEN 'pg_class'::regclass THEN
-                (SELECT concat_ws(E'\n',
-                    '  relkind: ' || c.relkind::text || ' persistence: ' || c.relpersistence::text
-                        || ' acl: ' || coalesce(c.relacl::text, 'default')
-                        || ' owner: ' || c.relowner::regrole
-                        || ' options: ' || coalesce(c.reloptions::text, '-'),
-                    CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid, true) END,
-                    (SELECT string_agg(format('  column %s %s%s%s%s acl %s comment %s',
-                                a.attname, format_type(a.atttypid, a.atttypmod),
-                                CASE WHEN a.attcollation <> 0 THEN ' collate ' || a.attcollation::regcollation END,
-                                CASE WHEN a.attnotnull THEN ' not null' END,
-                                ' default ' || pg_get_expr(ad.adbin, ad.adrelid),
-                                coalesce(a.attacl::text, 'default'),
-                                coalesce(col_description(c.oid, a.attnum), '-')),
-                            E'\n' ORDER BY a.attnum)
-                     FROM pg_attribute a
-                     LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-                     WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
-                    (SELECT string_agg('  index ' || pg_get_indexdef(i.indexrelid), E'\n' ORDER BY 1)
-                     FROM pg_index i WHERE i.indrelid = c.oid),
-                    (SELECT string_agg('  constraint ' || co.conname || ' ' || pg_get_constraintdef(co.oid),
-                                       E'\n' ORDER BY co.conname)
-                     FROM pg_constraint co WHERE co.conrelid = c.oid),
-                    (SELECT string_agg('  ' || pg_get_triggerdef(tg.oid, true), E'\n' ORDER BY tg.tgname)
-                     FROM pg_trigger tg WHERE tg.tgrelid = c.oid AND NOT tg.tgisinternal),
-                    (SELECT string_agg('  rule ' || r.rulename || ' ' || pg_get_ruledef(r.oid, true),
-                                       E'\n' ORDER BY r.rulename)
-                     FROM pg_rewrite r WHERE r.ev_class = c.oid AND c.relkind <> 'v'),
-                    (SELECT string_agg('  policy ' || pol.polname, E'\n' ORDER BY pol.polname)
-                     FROM pg_policy pol WHERE pol.polrelid = c.oid))
-                 FROM pg_class c WHERE c.oid = m.objid)
-            END) AS def
-    FROM m
-) AS x
-};
+# Every member object of the extension, with its definition (see the file).
+my $members_sql = slurp_file('t/extension_objects.sql');
+sub members
+{
+	my ($d, $extname) = @_;
+	return $node->safe_psql($d, $members_sql,
+		extra_params => [ '-v', 'extname=' . ($extname // 'fixed_window') ]);
+}
 
-my $updated = $node->safe_psql($db, $members);
-my $fresh = $node->safe_psql('fresh', $members);
+my $updated = members($db);
+my $fresh = members('fresh');
 like($fresh, qr/^extension fixed_window \Q$default\E in schema public/, 'the listing names the extension');
 my $count = () = $fresh =~ /^(?:function|type|table|view) /mg;
 cmp_ok($count, '>=', 19, "the listing has $count member objects");
@@ -352,7 +298,7 @@ is($ret, 0, "$step: ALTER EXTENSION fixed_window UPDATE from 1.0.1") or diag($er
 is($node->safe_psql($step, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
 	$default, "$step: updated to $default");
 is(answers($step), $step_before, "$step: $default answers the same, counters of both backends kept");
-is($node->safe_psql($step, $members), $fresh, "$step: it has exactly the objects of a fresh installation");
+is(members($step), $fresh, "$step: it has exactly the objects of a fresh installation");
 is($node->safe_psql($step, q{
 		SELECT fw_define('pol', 2, '1 hour');
 		SELECT string_agg(concat_ws('', (fw_limit('pol', 'k')).ok), ',') FROM generate_series(1, 3);
@@ -396,7 +342,63 @@ is($node->safe_psql($live, q{
 	COMMIT;}),
 	"\n" . '{"RateLimit": "\"pgrst\";r=3;t=3600"}',
 	"$live: an allowed call adds its headers after the ones set before");
-is($node->safe_psql($live, $members), $fresh, "$live: it has exactly the objects of a fresh installation");
+is(members($live), $fresh, "$live: it has exactly the objects of a fresh installation");
+
+# ---------------------------------------------------------------------------
+# A live 1.2.1, updated to 1.3.
+my $live121 = 'live121';
+$node->safe_psql('postgres', "CREATE DATABASE $live121");
+$node->safe_psql($live121, "CREATE EXTENSION fixed_window VERSION '1.2.1'");
+$node->safe_psql('postgres', q{
+	DO $$ BEGIN
+	    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'plain') THEN
+	        CREATE ROLE plain;
+	    END IF;
+	END $$});
+$node->safe_psql($live121, q{
+	CREATE SCHEMA m AUTHORIZATION plain;
+	SELECT fw_define('sec', 5, '1 hour');
+	SELECT fw_override('sec', 'secret@example.com', 100, '1 hour');
+	SELECT fw_limit('sec', 'spent');
+	SET fixed_window.storage = 'table';
+	SELECT fw_limit('sec', 'spent-in-table', 3);
+});
+# What 1.3 changes, asked as the role "plain" where it matters.
+my $probe = q{
+	SET ROLE plain;
+	CREATE OR REPLACE FUNCTION m.leak(text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001
+	    AS $$BEGIN RAISE NOTICE 'leaked: %', $1; RETURN true; END$$;
+	SELECT count(*) FROM fw_overrides WHERE m.leak(key);
+	SELECT fw_refund('sec', 'spent', 1);
+};
+($ret, $out, $err) = $node->psql($live121, $probe);
+like($err, qr/leaked: secret\@example\.com/, "$live121: 1.2.1's fw_overrides shows a leaky function others' keys");
+unlike($err, qr/permission denied/, "$live121: and any role may refund");
+($ret, $out, $err) = $node->psql($live121, q{SELECT fw_define('far', 10, '300000 years')});
+is($ret, 0, "$live121: and a definition no call can use is taken");
+$node->safe_psql($live121, q{SELECT fw_undefine('far')});
+# A denial's retry time is the library's answer: it holds from the moment
+# the new library is installed, before the objects are updated.
+is( $node->safe_psql($live121, q{
+		SET fixed_window.debug_now = '2026-07-01 12:00:30+00';
+		SELECT (fw_limit('new', 'k', 5, '1 minute', capacity => 10, cost => 8)).retry_after;
+		SET fixed_window.debug_now = '2026-07-01 12:01:00+00';
+		SELECT (fw_check('new', 'k', 5, '1 minute', capacity => 10, cost => 8)).ok;}),
+	"00:00:30\nt", "$live121: with the new library, a new key denied is allowed at its retry time");
+my $list_counters = q{
+	SELECT string_agg(concat_ws('/', name, key, storage, remaining), ',' ORDER BY storage, key) FROM fw_counters};
+my $counters121 = $node->safe_psql($live121, $list_counters);
+
+$node->safe_psql($live121, 'ALTER EXTENSION fixed_window UPDATE');
+is($node->safe_psql($live121, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	$default, "$live121: updated to $default");
+is($node->safe_psql($live121, $list_counters), $counters121, "$live121: its counters, of both backends, are kept");
+($ret, $out, $err) = $node->psql($live121, $probe);
+unlike($err, qr/leaked: secret/, "$live121: fw_overrides hides others' keys from a leaky function");
+like($err, qr/permission denied for function fw_refund/, "$live121: fw_refund is no longer for every role");
+($ret, $out, $err) = $node->psql($live121, "\\set VERBOSITY verbose\nSELECT fw_define('far', 10, '300000 years')");
+like($err, qr/ERROR:  22008: window boundary out of range/, "$live121: a definition no call can use is refused");
+is(members($live121), $fresh, "$live121: it has exactly the objects of a fresh installation");
 
 $node->stop;
 done_testing();

@@ -299,6 +299,36 @@ is($answer_b, 't|10', 'a check whose connection was ended is sent again');
 $session_a->quit;
 $session_b->quit;
 
+# -- the update of a live 1.0 router ------------------------------------------
+
+my $members_sql = slurp_file('t/extension_objects.sql');
+sub router_members
+{
+	my ($d) = @_;
+	return $router->safe_psql($d, $members_sql, extra_params => [ '-v', 'extname=fixed_window_proxy' ]);
+}
+$router->safe_psql('postgres', 'CREATE DATABASE router10');
+$router->safe_psql('postgres', 'CREATE DATABASE router11');
+$router->safe_psql('router11', 'CREATE EXTENSION fixed_window_proxy CASCADE');
+$router->safe_psql('router10', qq{
+	CREATE EXTENSION fixed_window_proxy VERSION '1.0' CASCADE;
+	CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
+	    modular_mapping '1',
+	    p0 'host=@{[ $shards[0]->host ]} port=@{[ $shards[0]->port ]} dbname=fw',
+	    p1 'host=@{[ $shards[1]->host ]} port=@{[ $shards[1]->port ]} dbname=fw');
+	CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
+});
+($ret, $out, $err) = $router->psql('router10', q{SELECT * FROM fw_check_windows('mix', 'k')});
+like($err, qr/REMOTE ERROR: function fw_check_windows\(text, text, integer\) does not exist/,
+	"1.0 names fixed_window's functions unqualified: a shard's search_path = '' defeats it");
+$router->safe_psql('router10', 'ALTER EXTENSION fixed_window_proxy UPDATE');
+is($router->safe_psql('router10', "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window_proxy'"),
+	'1.1', 'the live 1.0 router is updated to 1.1');
+is(router_members('router10'), router_members('router11'),
+	'and has exactly the objects of a fresh 1.1 router');
+is( $router->safe_psql('router10', "$plain\nSELECT period, remaining FROM fw_check_windows('mix', 'k', 0) ORDER BY 1"),
+	"00:01:00|2\n1 mon|97", 'and routes calls as 1.1 does');
+
 $router->stop;
 $_->stop foreach @shards;
 done_testing();

@@ -7,7 +7,9 @@
 # the PL/pgSQL recipe people write by hand (bench/recipe.sql); Redis running
 # the recipe's Lua script (bench/redis_fixed_window.lua) through
 # redis-benchmark; each on 10,000 random keys and on one hot key, with 8
-# and 32 clients.  Then one query making 1,000,000 calls against the same
+# and 32 clients; named policies (one window, two, one with 200,000
+# overrides) and the router.  Then the first call of a policy after a
+# definition changed, one query making 1,000,000 calls against the same
 # query with hashtext(), and memory per counter.
 #
 # Every figure is the median of BENCH_RUNS runs; the runs of different rows
@@ -42,6 +44,13 @@ fw_cluster_start "$dir" \
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" \
     -c "SELECT fw_define('policy1', 1000000000, '1 hour')" \
     -c "SELECT fw_define('policy2', 1000000000, '1 hour'), fw_define('policy2', 1000000000, '1 minute')" >/dev/null
+# A policy with 200,000 overrides, one for every key the pgbench rows use and
+# more (written straight into fw_override, as a restore would).
+OVERRIDES=200000
+fw_as_user psql -X -q -c "SELECT fw_define('many', 1000000000, '1 hour')" \
+    -c "INSERT INTO fw_override (name, key, period_id, period, rate, capacity, created_by)
+        SELECT 'many', g::text, 'PT3600S', '1 hour', 1000000000, 1000000000, current_user
+        FROM generate_series(1, $OVERRIDES) g" -c "VACUUM ANALYZE fw_override" >/dev/null
 
 # The router (fixed_window_proxy) in a second database of the same server,
 # with one shard: this database, reached over the Unix socket.  Calls through
@@ -77,6 +86,8 @@ write_script policy_one "\\set k random(1, $KEYS)
 SELECT (fw_limit('policy1', :k::text)).ok;"
 write_script policy_two "\\set k random(1, $KEYS)
 SELECT (fw_limit('policy2', :k::text)).ok;"
+write_script policy_many "\\set k random(1, $KEYS)
+SELECT (fw_limit('many', :k::text)).ok;"
 # Through the router: the same call as shmem_random, and the same hop with
 # SELECT 1 on the shard in place of fw_limit.
 write_script router_random "\\set k random(1, $KEYS)
@@ -137,7 +148,7 @@ query_ms() {
         psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param shmem_random policy_one policy_two router_random router_unguarded router_select1 shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+TPS_ROWS="select1 param shmem_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
 BULK_ROWS="bulk_hashtext bulk_shmem bulk_table"
 
 # CPU per call on each side of the router's hop: the router's backends (the
@@ -174,6 +185,35 @@ router_cpu_split() {
         'BEGIN {printf "%.1f %.1f %d\n", r * 1e6 / hz / c, s * 1e6 / hz / c, c}'
 }
 
+# A policy with many overrides, in one session.  A change of a definition
+# drops the session's cached policy and keys: the next call reads the
+# policy's windows and its key's overrides again (the first call after a
+# change), and every other key reads its overrides at its first call (an
+# index probe), then comes from the cache.  CHANGES times: fw_override of
+# another key; one call (timed); the same call again; then 10,000 keys
+# (fw_check, so that no counter is made) once, again, and through the
+# policy without overrides.  Prints the medians: two in ms, three in
+# microseconds per call.
+CHANGES=21
+override_costs() {
+    local i script=$scripts/change.sql bulk
+    bulk() { echo "SELECT count(*) FROM generate_series(1, $KEYS) g WHERE (fw_check('$1', g::text)).ok;"; }
+    : >"$script"
+    for i in $(seq "$CHANGES"); do
+        printf '%s\n' "SELECT fw_override('many', 'changed', $((1000 + i)), '1 hour');" '\timing on' \
+            "SELECT (fw_limit('many', '42')).ok;" "SELECT (fw_limit('many', '42')).ok;" \
+            "$(bulk many)" "$(bulk many)" "$(bulk policy1)" '\timing off' >>"$script"
+    done
+    [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$script"
+    fw_as_user psql -X -q -At -f "$script" | awk '/^Time:/ {print $2}' >"$dir/change.ms"
+    for i in 1 2; do
+        awk -v i=$i 'NR % 5 == i % 5' "$dir/change.ms" | median
+    done
+    for i in 3 4 5; do
+        awk -v i=$i 'NR % 5 == i % 5' "$dir/change.ms" | median | awk -v n=$KEYS '{printf "%.2f\n", $1 * 1000 / n}'
+    done
+}
+
 declare -A samples
 fw_log "warming up"
 for row in $TPS_ROWS; do tps "$row" 8 >/dev/null; done
@@ -198,6 +238,9 @@ for run in $(seq "$RUNS"); do
 done
 med() { printf '%s\n' ${samples[$1]} | median; }
 
+fw_log "a policy with $OVERRIDES overrides, after a change"
+read -r -d '' change_first change_cached key_first key_cached key_none <<<"$(override_costs)" || true
+
 fw_log "CPU per call on each side of the router"
 read -r cpu_router cpu_shard cpu_calls <<<"$(router_cpu_split)"
 
@@ -215,6 +258,7 @@ label() {
         shmem_random) echo 'fw_limit, shared memory, 10,000 random keys' ;;
         policy_one) echo 'named fw_limit, one-window policy, shared memory, 10,000 random keys' ;;
         policy_two) echo 'named fw_limit, two-window policy, shared memory, 10,000 random keys' ;;
+        policy_many) echo 'named fw_limit, one-window policy with 200,000 overrides (one per key), shared memory, 10,000 random keys (each connection of the run reads a key'"'"'s overrides at its first call)' ;;
         router_random) echo 'fw_limit through the router (PL/Proxy, one shard), 10,000 random keys' ;;
         router_unguarded) echo 'the same without the router'"'"'s fault handling (`fw_route_limit`)' ;;
         router_select1) echo '`SELECT 1` on the shard through the same router' ;;
@@ -278,7 +322,16 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
     echo
     ratio_table "named policies" \
         "one-window policy / the same call inline|policy_one|shmem_random" \
-        "two-window policy / one-window policy|policy_two|policy_one"
+        "two-window policy / one-window policy|policy_two|policy_one" \
+        "one-window policy with 200,000 overrides / without|policy_many|policy_one"
+    echo
+    echo "| a policy with $OVERRIDES overrides, one session, after fw_override of another key; median of $CHANGES | time |"
+    echo "|---|---:|"
+    echo "| the first call (the session reads the policy and its key again) | $change_first ms |"
+    echo "| the same call again (cached) | $change_cached ms |"
+    echo "| each of $KEYS keys' first call (\`fw_check\`; reads the key's overrides) | $key_first µs |"
+    echo "| the same keys again (cached) | $key_cached µs |"
+    echo "| the same keys through a policy without overrides | $key_none µs |"
     echo
     ratio_table "through the router" \
         "fw_limit through the router / fw_limit called directly|router_random|shmem_random" \

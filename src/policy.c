@@ -50,6 +50,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -151,17 +152,36 @@ static uint64 fw_cache_generation = 0;
 static FwPolicyEntry *fw_policy_last = NULL;
 
 /*
- * The definition tables, whose invalidations concern the caches.  Written
- * by the readers only, never by the callback.
+ * The definition tables and their primary keys, found once and kept: a
+ * call whose key is not cached opens both, and looking them up in the
+ * catalogs each time would cost more than reading the key.  A kept id is
+ * checked when opened (a table dropped with the extension is not there,
+ * and an id used again is another relation), and looked up again if it
+ * fails.  Written by the readers only, never by the callback, which reads
+ * them to know which invalidations concern the caches.
  */
-static Oid	fw_policy_relid = InvalidOid;
-static Oid	fw_override_relid = InvalidOid;
+typedef struct FwDefinitionTable
+{
+	const char *relname;
+	const char *indexname;
+	const Oid  *types;
+	int			natts;
+	Oid			relid;
+	Oid			indexid;
+} FwDefinitionTable;
+
+static FwDefinitionTable fw_policy_table = {
+	"fw_policy", "fw_policy_pkey", fw_policy_types, POL_NATTS, InvalidOid, InvalidOid
+};
+static FwDefinitionTable fw_override_table = {
+	"fw_override", "fw_override_pkey", fw_override_types, OVR_NATTS, InvalidOid, InvalidOid
+};
 static bool fw_policy_callback_registered = false;
 
 static void
 fw_policy_invalidate(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == fw_policy_relid || relid == fw_override_relid)
+	if (relid == InvalidOid || relid == fw_policy_table.relid || relid == fw_override_table.relid)
 		fw_policy_generation++;
 }
 
@@ -174,50 +194,69 @@ fw_policy_reinstall_error(const char *relname)
 			 errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE, or reinstall it.")));
 }
 
-/*
- * Open one of the definition tables and its primary key, checking columns;
- * returns false if the table does not exist (the extension is older).  The
- * relation id is the caller's until the relation is open: the lookups and
- * the lock may take in invalidations.
- */
+/* Look a definition table up in the extension's schema; false if it has none. */
 static bool
-fw_policy_open(const char *relname, const Oid *types, int natts,
-			   Relation *rel, Relation *index, Oid *filter)
+fw_policy_find(FwDefinitionTable *table)
 {
 	Oid			schema = fw_extension_schema();
-	char		indexname[NAMEDATALEN];
-	Oid			relid;
-	Oid			indexid;
-	TupleDesc	tupdesc;
-	int			i;
 
 	if (!OidIsValid(schema))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"fixed_window\" is not installed in this database"),
 				 errhint("Run CREATE EXTENSION fixed_window.")));
-	snprintf(indexname, sizeof(indexname), "%s_pkey", relname);
-	relid = get_relname_relid(relname, schema);
-	indexid = get_relname_relid(indexname, schema);
-	if (!OidIsValid(relid))
+	table->relid = get_relname_relid(table->relname, schema);
+	table->indexid = get_relname_relid(table->indexname, schema);
+	if (!OidIsValid(table->relid))
 		return false;			/* an installation older than 1.1 */
-	if (!OidIsValid(indexid))
-		fw_policy_reinstall_error(relname);
-
-	*rel = table_open(relid, AccessShareLock);
-	*index = index_open(indexid, AccessShareLock);
-	*filter = relid;
-	tupdesc = RelationGetDescr(*rel);
-	if ((*index)->rd_index->indrelid != relid || tupdesc->natts != natts)
-		fw_policy_reinstall_error(relname);
-	for (i = 0; i < natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
-		if (att->attisdropped || att->atttypid != types[i])
-			fw_policy_reinstall_error(relname);
-	}
+	if (!OidIsValid(table->indexid))
+		fw_policy_reinstall_error(table->relname);
 	return true;
+}
+
+/*
+ * Open one of the definition tables and its primary key, checking columns;
+ * returns false if the table does not exist (the extension is older).
+ */
+static bool
+fw_policy_open(FwDefinitionTable *table, Relation *rel, Relation *index)
+{
+	int			attempt;
+
+	for (attempt = 0; attempt < 2; attempt++)
+	{
+		TupleDesc	tupdesc;
+		int			i;
+
+		if ((attempt > 0 || !OidIsValid(table->relid)) && !fw_policy_find(table))
+			return false;
+		*rel = try_relation_open(table->relid, AccessShareLock);
+		*index = NULL;
+		if (*rel != NULL && strcmp(RelationGetRelationName(*rel), table->relname) == 0)
+			*index = try_relation_open(table->indexid, AccessShareLock);
+		if (*index == NULL || (*index)->rd_rel->relkind != RELKIND_INDEX ||
+			(*index)->rd_index->indrelid != table->relid)
+		{
+			/* gone, or another relation now: look it up again */
+			if (*index != NULL)
+				relation_close(*index, AccessShareLock);
+			if (*rel != NULL)
+				relation_close(*rel, AccessShareLock);
+			continue;
+		}
+		tupdesc = RelationGetDescr(*rel);
+		if (tupdesc->natts != table->natts)
+			fw_policy_reinstall_error(table->relname);
+		for (i = 0; i < table->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+			if (att->attisdropped || att->atttypid != table->types[i])
+				fw_policy_reinstall_error(table->relname);
+		}
+		return true;
+	}
+	fw_policy_reinstall_error(table->relname);
 }
 
 static void
@@ -434,11 +473,9 @@ fw_policy_read(const char *name, int name_len, const char *key, int key_len,
 	if (overrides != NULL)
 		memset(overrides, 0, sizeof(FwKeyOverrides));
 
-	if (!fw_policy_open("fw_policy", fw_policy_types, POL_NATTS,
-						&policy_rel, &policy_index, &fw_policy_relid))
+	if (!fw_policy_open(&fw_policy_table, &policy_rel, &policy_index))
 		return false;			/* an installation older than 1.1 */
-	if (!fw_policy_open("fw_override", fw_override_types, OVR_NATTS,
-						&override_rel, &override_index, &fw_override_relid))
+	if (!fw_policy_open(&fw_override_table, &override_rel, &override_index))
 		fw_policy_reinstall_error("fw_override");
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());

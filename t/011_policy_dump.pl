@@ -19,6 +19,14 @@
 #     policy, a policy of shadow windows only never denies; new definitions
 #     and overrides can be added, replaced and removed.
 #
+# Restored into a database c whose extension already holds definitions,
+# pg_restore adds the dump's rows to c's: a plain restore over clashing
+# definitions fails on the primary key half-way, leaving a mix.  The ways
+# the README gives restore exactly a's definitions, twice in a row: the
+# whole database with --clean --if-exists in one transaction, or the
+# definitions only, after TRUNCATE, in one transaction; a restore in one
+# transaction that stops at its first error changes nothing.
+#
 # Then, in a and in both restored databases, an ordinary role cannot read or
 # write fw_policy or fw_override, sees no override made by another role in
 # fw_overrides (a member of pg_read_all_stats sees them all), and cannot call
@@ -27,6 +35,7 @@
 use strict;
 use warnings;
 
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -284,6 +293,71 @@ foreach my $db ('b_custom', 'b_plain')
 	is($node->safe_psql($db, q{SELECT count(*) FROM fw_overrides WHERE name = 'login'}), '0',
 		"$db: with its override");
 	is($node->safe_psql($db, q{SELECT count(*) FROM fw_overrides}), '2', "$db: other overrides are kept");
+}
+
+# ---------------------------------------------------------------------------
+# Restoring into a database whose extension already holds definitions.  The
+# rows of fw_policy and fw_override are data: pg_restore adds them to what
+# is there.  A plain pg_restore goes on after an error, so definitions that
+# clash on a primary key leave a mix; the README's ways are tried here, each
+# twice in a row.
+# ---------------------------------------------------------------------------
+my $own_definitions = q{
+	SELECT fw_define('api', 7, '1 minute');
+	SELECT fw_define('only_c', 1, '1 day');
+	SELECT fw_override('only_c', 'x', 3, '1 day');};
+$node->safe_psql('postgres', 'CREATE DATABASE c');
+$node->safe_psql('c', 'CREATE EXTENSION fixed_window');
+$node->safe_psql('c', $own_definitions);
+my $policies_c = policies('c');
+my $overrides_c = overrides('c');
+
+# a command's exit status (0 for success) and its standard error
+sub status_and_stderr
+{
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(\@_, '>', \$stdout, '2>', \$stderr);
+	return ($ok ? 0 : 1, $stderr);
+}
+my @restore = ('pg_restore', '-d', $node->connstr('c'));
+my ($ret, $err) = status_and_stderr(@restore, $dump);
+like($err, qr/duplicate key value violates unique constraint "fw_policy_pkey"/,
+	'c: a plain pg_restore over clashing definitions fails on the primary key');
+is(policies('c'), $policies_c, "c: it kept c's policies and added none of a's");
+isnt(overrides('c'), $overrides_c, "c: but it added a's overrides: a mix (the README says not to)");
+
+# 1. The whole database, as dumped: --clean --if-exists drops the extension
+#    with its definitions and creates it again, in one transaction.
+foreach my $round (1, 2)
+{
+	$node->command_ok([ @restore, '--clean', '--if-exists', '--single-transaction', '--exit-on-error', $dump ],
+		"c: pg_restore --clean --if-exists --single-transaction (round $round)");
+	is(policies('c'), $policies_a, "c: round $round: fw_policies equals a's");
+	is(tables('c'), $tables_a, "c: round $round: fw_policy and fw_override hold a's rows, once each");
+	is(windows('c'), $windows_a, "c: round $round: every policy answers what a answered");
+}
+
+# A restore in one transaction that stops at the first error changes nothing.
+$node->safe_psql('c', 'DROP EXTENSION fixed_window; CREATE EXTENSION fixed_window');
+$node->safe_psql('c', $own_definitions);
+($ret, $err) = status_and_stderr(@restore, '--single-transaction', '--exit-on-error', $dump);
+isnt($ret, 0, 'c: pg_restore --single-transaction --exit-on-error over clashing definitions fails');
+is(policies('c'), $policies_c, "c: and leaves c's policies");
+is(overrides('c'), $overrides_c, "c: and c's overrides, untouched");
+
+# 2. The definitions only, replacing the database's: the dump's rows of the
+#    two tables, loaded after TRUNCATE in one transaction.
+my $definitions = $node->basedir . '/definitions.sql';
+$node->command_ok([ 'pg_restore', '--data-only', '--table=fw_policy', '--table=fw_override',
+		'-f', $definitions, $dump ], 'pg_restore --data-only --table=fw_policy --table=fw_override -f');
+foreach my $round (1, 2)
+{
+	$node->command_checks_all(
+		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction',
+		  '-c', 'TRUNCATE fw_override, fw_policy', '-f', $definitions, '-d', $node->connstr('c') ],
+		0, [], [qr/^$/], "c: TRUNCATE and the definitions in one transaction (round $round)");
+	is(tables('c'), $tables_a, "c: round $round: fw_policy and fw_override hold a's rows, once each");
+	is(windows('c'), $windows_a, "c: round $round: every policy answers what a answered");
 }
 
 is(policies('a'), $policies_a, 'a: its definitions are unchanged');

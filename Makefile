@@ -38,7 +38,7 @@ PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 # clusters of its own; "make installcheck" runs installcheck-* against the
 # server that PGHOST and PGPORT name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
-	fw_security fw_definitions fw_retry
+	fw_security fw_definitions fw_retry fw_schema
 REGRESS_TABLE = fw_table
 ISOLATION = fw_concurrent fw_policy_change
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
@@ -148,6 +148,10 @@ check-layers:
 check-version:
 	bash $(srcdir)/scripts/check_version.sh
 
+# What the README says of the catalog, and its links, hold.
+check-docs:
+	bash $(srcdir)/scripts/check_docs.sh
+
 # The release archive PGXN takes: the committed tree, in one directory.
 DISTNAME = fixed_window-$(shell bash $(srcdir)/scripts/check_version.sh --semver)
 dist: check-version
@@ -159,7 +163,7 @@ all:
 	@false
 endif
 
-.PHONY: test demo bench unit check-layers check-version dist installcheck \
+.PHONY: test demo bench unit check-layers check-version check-docs dist installcheck \
 	test-regress test-regress-table test-isolation test-isolation-table test-tap test-service test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap

@@ -55,19 +55,21 @@ for f in "$libdir/fixed_window.so" "$sharedir/extension/fixed_window.control" \
     [ "$owner" = "$package" ] || { echo "test-deb: $f belongs to \"$owner\", not $package" >&2; exit 1; }
 done
 
-# The documentation: README.md and the docs/ it links to (1.2.1 shipped the
-# README alone, its links to docs/ broken).
+# The documentation: README.md and the documents it links to (1.2.1 shipped
+# the README alone, its links to docs/ broken).
 docdir=/usr/share/doc/$package
 [ -f "$docdir/README.md" ] || { echo "test-deb: $docdir/README.md is missing" >&2; exit 1; }
+# the README's links to files of its own: not to a web page, nor within itself
+readme_links() { grep -o '](\(docs/\|[A-Z]*\.md\)[^)#]*' "$docdir/README.md" | sed 's/^](//' | sort -u; }
 broken=0
 while read -r link; do
     if [ ! -f "$docdir/$link" ]; then
         echo "test-deb: README.md links to $link, which the package does not hold" >&2
         broken=1
     fi
-done < <(grep -o '](docs/[^)#]*' "$docdir/README.md" | sed 's/^](//' | sort -u)
+done < <(readme_links)
 [ $broken -eq 0 ] || exit 1
-echo "test-deb: the package holds README.md and the $(grep -o '](docs/[^)#]*' "$docdir/README.md" | sort -u | wc -l) documents it links to"
+echo "test-deb: the package holds README.md and the $(readme_links | wc -l) documents it links to"
 
 fw_log "calling the packaged extension on a fresh cluster"
 mkdir "$work/cluster"; chown "$FW_RUN_USER" "$work/cluster"

@@ -4,6 +4,8 @@
 #   unit        C unit tests of the window arithmetic (no server)
 #   layers      includes among src/ files point down the layers only
 #   version     META.json says the versions of the control files
+#   docs        the README's list of what PUBLIC may call matches the
+#               catalog, and its links into docs/ resolve
 #   regress     pg_regress, SQL behaviour, shared-memory counters
 #   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
@@ -51,6 +53,7 @@ layer() {
 layer unit unit
 layer layers check-layers
 layer version check-version
+layer docs check-docs
 layer regress test-regress
 layer regress-table test-regress-table
 layer isolation test-isolation

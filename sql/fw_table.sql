@@ -97,6 +97,24 @@ RESET ROLE;
 DROP ROLE regress_fw_app;
 SELECT tokens FROM fw_counter WHERE key = 'app';
 
+-- 1.3: every index of the table gets the rows the calls write, not only the
+-- primary key: one a DBA adds, and the copy REINDEX CONCURRENTLY builds
+-- (t/014 runs that under load).  Before, a new row or a non-HOT update was
+-- missing from any other index.
+CREATE EXTENSION amcheck;
+CREATE INDEX regress_fw_by_tokens ON fw_counter (tokens);
+CREATE INDEX regress_fw_partial ON fw_counter (lower(key)) WHERE tokens < 3;
+SELECT ok, remaining FROM fw_limit('t_idx', 'new-key', 5, '1 minute');
+SELECT ok, remaining FROM fw_limit('t_idx', 'new-key', 5, '1 minute', cost => 3);
+SELECT ok, remaining FROM fw_limit('t_idx', 'other', 5, '1 minute', cost => 4);
+SELECT bt_index_check('regress_fw_by_tokens', true), bt_index_check('regress_fw_partial', true),
+       bt_index_check('fw_counter_pkey', true);
+SET enable_seqscan = off;
+SELECT key FROM fw_counter WHERE tokens < 3 AND lower(key) IN ('new-key', 'other') ORDER BY key;
+RESET enable_seqscan;
+DROP INDEX regress_fw_by_tokens, regress_fw_partial;
+DROP EXTENSION amcheck;
+
 DROP EXTENSION fixed_window;
 -- Without the extension in the database, the table backend says so.
 CREATE TYPE fw_result AS (ok boolean, retry_after interval, remaining integer, reset_after interval);

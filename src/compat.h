@@ -24,6 +24,7 @@
 #endif
 
 #include "access/heapam.h"
+#include "executor/executor.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -81,21 +82,45 @@ fw_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 #define FW_INTERVAL_NOT_FINITE(i) false
 #endif
 
+/* What an update of a heap tuple leaves to do in the table's indexes. */
+typedef enum FwIndexUpdate
+{
+	FW_INDEXES_NONE,			/* HOT: nothing */
+	FW_INDEXES_ALL,				/* a new entry in every index */
+	FW_INDEXES_SUMMARIZING		/* in summarizing indexes (BRIN) only: 16 on */
+} FwIndexUpdate;
+
 /*
- * Update a heap tuple in place of another; returns whether its indexes need
- * a new entry (the update was not HOT).  16 reports it through an argument.
+ * Update a heap tuple in place of another; returns what its indexes need.
+ * 16 reports it through an argument, and may leave a HOT update's entries
+ * to summarizing indexes only.
  */
-static inline bool
+static inline FwIndexUpdate
 fw_heap_update(Relation rel, ItemPointer otid, HeapTuple tuple)
 {
 #if PG_VERSION_NUM >= 160000
 	TU_UpdateIndexes update_indexes;
 
 	simple_heap_update(rel, otid, tuple, &update_indexes);
-	return update_indexes != TU_None;
+	return update_indexes == TU_None ? FW_INDEXES_NONE :
+		update_indexes == TU_Summarizing ? FW_INDEXES_SUMMARIZING : FW_INDEXES_ALL;
 #else
 	simple_heap_update(rel, otid, tuple);
-	return !HeapTupleIsHeapOnly(tuple);
+	return HeapTupleIsHeapOnly(tuple) ? FW_INDEXES_NONE : FW_INDEXES_ALL;
+#endif
+}
+
+/* The executor's insertion of a row version's entries into every index. */
+static inline List *
+fw_insert_index_tuples(ResultRelInfo *result_rel, TupleTableSlot *slot, EState *estate,
+					   FwIndexUpdate what)
+{
+#if PG_VERSION_NUM >= 160000
+	return ExecInsertIndexTuples(result_rel, slot, estate, false, false, NULL, NIL,
+								 what == FW_INDEXES_SUMMARIZING);
+#else
+	Assert(what == FW_INDEXES_ALL);
+	return ExecInsertIndexTuples(result_rel, slot, estate, false, false, NULL, NIL);
 #endif
 }
 

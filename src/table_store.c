@@ -54,12 +54,12 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
-#include "utils/resowner.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
@@ -70,7 +70,7 @@
 #define FW_TABLE			"fw_counter"
 #define FW_TABLE_PKEY		"fw_counter_pkey"
 #define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
-#define FW_OPEN_ATTEMPTS	2		/* the table found anew once, after a drop */
+#define FW_OPEN_ATTEMPTS	3		/* the table found anew after a drop or a reindex */
 
 /* The columns of fw_counter, in order. */
 enum
@@ -110,20 +110,37 @@ static const Oid fw_table_types[FW_TABLE_NATTS] = {
  */
 
 /*
- * The extension's table and index in this database, found once per backend
- * and forgotten when the table's relcache entry is invalidated (as DROP
- * EXTENSION does), so that a stale schema is never searched by name.
+ * The extension's table and its primary key in this database, found by name
+ * and kept.  An invalidation of the table's relcache entry (DROP EXTENSION,
+ * VACUUM, a new index) marks them stale, and the next call looks them up
+ * again; they are also checked each time they are opened, and looked up
+ * again when they fail: DROP EXTENSION may run while a call waits for its
+ * lock, and REINDEX CONCURRENTLY replaces the index by another of the same
+ * name.  The callback only sets the flag: one that reset the ids (1.3
+ * before its review) could run in the middle of the lookup, between the
+ * table's id and the index's, and failed the call with 55000 whenever
+ * fw_counter was vacuumed.
  */
 static Oid	fw_table_relid = InvalidOid;
 static Oid	fw_table_indexid = InvalidOid;
+static bool fw_table_stale = true;
 static bool fw_table_callback_registered = false;
 
 static void
 fw_table_invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == fw_table_relid)
-		fw_table_relid = fw_table_indexid = InvalidOid;
+		fw_table_stale = true;
 }
+
+/* The counter table of a call, open. */
+typedef struct FwTable
+{
+	Relation	rel;
+	Relation	index;			/* its primary key */
+	int			natts;			/* FW_TABLE_NATTS_1_0 or FW_TABLE_NATTS */
+	bool		more_indexes;	/* indexes besides the primary key */
+} FwTable;
 
 static void
 fw_reinstall_error(void)
@@ -148,33 +165,34 @@ fw_missing_extension_error(bool dropped)
 }
 
 /*
- * Find fw_counter and its primary key in the extension's schema; "again"
- * when they were found once in this call and have gone since.
+ * Find fw_counter and its primary key in the extension's schema, unless
+ * those found before still stand; "again" looks them up anew, after they
+ * failed to open in this call.
  */
 static void
-fw_table_find(Oid *relid, Oid *indexid, bool again)
+fw_table_find(bool again)
 {
-	if (!OidIsValid(fw_table_relid))
-	{
-		Oid			schema = fw_extension_schema();
+	Oid			schema;
+	Oid			relid;
+	Oid			indexid;
 
-		if (!OidIsValid(schema))
-			fw_missing_extension_error(again);
-		if (!fw_table_callback_registered)
-		{
-			CacheRegisterRelcacheCallback(fw_table_invalidate, (Datum) 0);
-			fw_table_callback_registered = true;
-		}
-		fw_table_relid = get_relname_relid(FW_TABLE, schema);
-		fw_table_indexid = get_relname_relid(FW_TABLE_PKEY, schema);
-		if (!OidIsValid(fw_table_relid) || !OidIsValid(fw_table_indexid))
-		{
-			fw_table_relid = fw_table_indexid = InvalidOid;
-			fw_reinstall_error();
-		}
+	if (!fw_table_stale && !again)
+		return;
+	if (!fw_table_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(fw_table_invalidate, (Datum) 0);
+		fw_table_callback_registered = true;
 	}
-	*relid = fw_table_relid;
-	*indexid = fw_table_indexid;
+	fw_table_stale = false;		/* an invalidation from here on counts */
+	schema = fw_extension_schema();
+	if (!OidIsValid(schema))
+		fw_missing_extension_error(again);
+	relid = get_relname_relid(FW_TABLE, schema);
+	indexid = get_relname_relid(FW_TABLE_PKEY, schema);
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		fw_reinstall_error();
+	fw_table_relid = relid;
+	fw_table_indexid = indexid;
 }
 
 /* Returns the number of columns, FW_TABLE_NATTS_1_0 or FW_TABLE_NATTS. */
@@ -268,15 +286,45 @@ fw_row_key_init(FwRowKey *rk, const FwIdentity *id, int natts)
 		ScanKeyInit(&rk->scankeys[i], i + 1, BTEqualStrategyNumber, F_TEXTEQ, rk->values[i]);
 }
 
+/*
+ * Insert the index entries of a row version, new or moved by an update that
+ * was not HOT.  When the primary key is the table's only index, its entry
+ * is made from the row's key.  Otherwise the executor's routine inserts into
+ * every index that is ready for inserts: one a DBA added, or the copy of the
+ * primary key that REINDEX CONCURRENTLY is building, which would otherwise
+ * miss the row (and lose it, with a second row for the key to follow, once
+ * it replaced the primary key).
+ */
 static void
-fw_index_insert(Relation rel, Relation index, HeapTuple tuple,
-				const FwRowKey *rk, bool unchanged)
+fw_index_insert(const FwTable *table, HeapTuple tuple, const FwRowKey *rk, bool update,
+				FwIndexUpdate what)
 {
-	bool		isnull[3] = {false, false, false};
+	EState	   *estate;
+	ResultRelInfo *result_rel;
+	TupleTableSlot *slot;
 
-	/* an update keeps the key: "unchanged" is a hint for btree */
-	index_insert(index, (Datum *) rk->values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES,
-				 unchanged, BuildIndexInfo(index));
+	if (what == FW_INDEXES_NONE)
+		return;
+	if (!table->more_indexes)
+	{
+		bool		isnull[3] = {false, false, false};
+
+		/* a btree is not summarizing; an update keeps the key, a hint for it */
+		if (what == FW_INDEXES_ALL)
+			index_insert(table->index, (Datum *) rk->values, isnull, &tuple->t_self, table->rel,
+						 UNIQUE_CHECK_YES, update, BuildIndexInfo(table->index));
+		return;
+	}
+	estate = CreateExecutorState();
+	result_rel = makeNode(ResultRelInfo);
+	InitResultRelInfo(result_rel, table->rel, 0, NULL, 0);
+	ExecOpenIndices(result_rel, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(table->rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+	list_free(fw_insert_index_tuples(result_rel, slot, estate, what));
+	ExecCloseIndices(result_rel);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
 }
 
 /*
@@ -364,38 +412,56 @@ fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
 }
 
 /*
- * Open the counter table and its index for a call.  DROP EXTENSION may
- * have removed them since they were found (the call then waited for its
- * lock and finds them gone): look again, and report a missing extension
- * rather than a missing relation.
+ * Open the counter table and its primary key for a call.  The ones found
+ * before may be gone (DROP EXTENSION; the call may have waited for its lock
+ * while the drop ran), or the index may be an older copy that REINDEX
+ * CONCURRENTLY has replaced, renamed and marked not valid: look them up
+ * again, and report a missing extension rather than a missing relation.
  */
-static int
-fw_table_open(LOCKMODE lockmode, Relation *rel, Relation *index)
+static void
+fw_table_open(LOCKMODE lockmode, FwTable *table)
 {
 	int			attempt;
 
 	for (attempt = 0; attempt < FW_OPEN_ATTEMPTS; attempt++)
 	{
-		Oid			relid;
-		Oid			indexid;
+		Relation	rel;
+		Relation	index = NULL;
+		List	   *indexes;
 
-		fw_table_find(&relid, &indexid, attempt > 0);
-		*rel = try_relation_open(relid, lockmode);
-		if (*rel == NULL)
+		fw_table_find(attempt > 0);
+		rel = try_relation_open(fw_table_relid, lockmode);
+		if (rel != NULL && strcmp(RelationGetRelationName(rel), FW_TABLE) == 0)
+			index = try_relation_open(fw_table_indexid, lockmode);
+		if (index == NULL || index->rd_rel->relkind != RELKIND_INDEX ||
+			strcmp(RelationGetRelationName(index), FW_TABLE_PKEY) != 0 ||
+			!index->rd_index->indisvalid || !index->rd_index->indisready ||
+			!index->rd_index->indislive)
 		{
-			fw_table_relid = fw_table_indexid = InvalidOid;
+			if (index != NULL)
+				relation_close(index, lockmode);
+			if (rel != NULL)
+				relation_close(rel, lockmode);
 			continue;
 		}
-		*index = try_relation_open(indexid, lockmode);
-		if (*index != NULL && (*index)->rd_rel->relkind == RELKIND_INDEX)
-			return fw_table_check_columns(*rel, *index);
-		if (*index != NULL)
-			relation_close(*index, lockmode);
-		relation_close(*rel, lockmode);
-		fw_table_relid = fw_table_indexid = InvalidOid;
+		table->rel = rel;
+		table->index = index;
+		table->natts = fw_table_check_columns(rel, index);
+		indexes = RelationGetIndexList(rel);
+		table->more_indexes = list_length(indexes) > 1;
+		list_free(indexes);
+		return;
 	}
-	fw_missing_extension_error(true);
-	return 0;					/* keep compiler quiet */
+	if (!OidIsValid(fw_extension_schema()))
+		fw_missing_extension_error(true);
+	fw_reinstall_error();
+}
+
+static void
+fw_table_close(FwTable *table, LOCKMODE lockmode)
+{
+	index_close(table->index, lockmode);
+	table_close(table->rel, lockmode);
 }
 
 /* One window of a call, in the table. */
@@ -437,9 +503,9 @@ fw_table_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
 }
 
 static void
-fw_table_write(Relation rel, Relation index, int natts, const FwCall *call,
-			   FwRow *rows, const FwOutcome *outcome)
+fw_table_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOutcome *outcome)
 {
+	int			natts = table->natts;
 	int			stats_row = -1;
 	int			i;
 
@@ -512,20 +578,21 @@ fw_table_write(Relation rel, Relation index, int natts, const FwCall *call,
 					Int64GetDatum(DatumGetInt64(values[COL_SHADOW_DENIED]) + 1);
 		}
 
-		tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+		tuple = heap_form_tuple(RelationGetDescr(table->rel), values, nulls);
 		if (!rows[i].found)
 		{
-			simple_heap_insert(rel, tuple);
-			fw_index_insert(rel, index, tuple, &rows[i].rk, false);
+			simple_heap_insert(table->rel, tuple);
+			fw_index_insert(table, tuple, &rows[i].rk, false, FW_INDEXES_ALL);
 		}
-		else if (fw_heap_update(rel, &rows[i].slot->tts_tid, tuple))
-			fw_index_insert(rel, index, tuple, &rows[i].rk, true);
+		else
+			fw_index_insert(table, tuple, &rows[i].rk, true,
+							fw_heap_update(table->rel, &rows[i].slot->tts_tid, tuple));
 	}
 }
 
 static bool
-fw_table_write_all(Relation rel, Relation index, int natts, const FwCall *call,
-				   FwRow *rows, const FwOutcome *outcome)
+fw_table_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
+				   const FwOutcome *outcome)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -537,7 +604,7 @@ fw_table_write_all(Relation rel, Relation index, int natts, const FwCall *call,
 		inserts |= ((outcome->spend[i] || outcome->create[i]) && !rows[i].found);
 	if (!inserts)
 	{
-		fw_table_write(rel, index, natts, call, rows, outcome);
+		fw_table_write(table, call, rows, outcome);
 		return true;
 	}
 
@@ -545,7 +612,7 @@ fw_table_write_all(Relation rel, Relation index, int natts, const FwCall *call,
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		fw_table_write(rel, index, natts, call, rows, outcome);
+		fw_table_write(table, call, rows, outcome);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
@@ -585,9 +652,7 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 {
 	bool		writes = (call->mode != FW_MODE_CHECK);
 	LOCKMODE	lockmode = writes ? RowExclusiveLock : AccessShareLock;
-	Relation	rel;
-	Relation	index;
-	int			natts;
+	FwTable		table;
 	FwRow		rows[FW_MAX_WINDOWS];
 	FwState    *states[FW_MAX_WINDOWS];
 	FwApplyResult result;
@@ -606,14 +671,14 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 				 errmsg("cannot spend rate limit tokens in a read-only transaction"),
 				 errhint("fw_check answers without spending.")));
 
-	natts = fw_table_open(lockmode, &rel, &index);
+	fw_table_open(lockmode, &table);
 	if (writes && call->n > 1)
 		fw_lock_policy_key(call);
 	for (i = 0; i < call->n; i++)
 	{
-		fw_row_key_init(&rows[i].rk, &call->ids[i], natts);
+		fw_row_key_init(&rows[i].rk, &call->ids[i], table.natts);
 		fw_key_locktag(&rows[i].create_lock, fw_identity_hash64(&call->ids[i]), FW_LOCKTAG_FIELD4);
-		rows[i].slot = table_slot_create(rel, NULL);
+		rows[i].slot = table_slot_create(table.rel, NULL);
 	}
 
 	for (;;)
@@ -626,10 +691,10 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 			FwRow	   *row = &rows[i];
 
 			row->creating = false;
-			row->found = fw_table_fetch(rel, index, &row->rk, SnapshotSelf, row->slot);
+			row->found = fw_table_fetch(table.rel, table.index, &row->rk, SnapshotSelf, row->slot);
 			if (call->mode == FW_MODE_SPEND || (call->mode == FW_MODE_REFUND && row->found))
 			{
-				row->found = fw_table_lock(rel, index, &row->rk, row->slot, row->found,
+				row->found = fw_table_lock(table.rel, table.index, &row->rk, row->slot, row->found,
 										   &row->create_lock);
 				row->creating = !row->found;
 			}
@@ -646,7 +711,7 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 
 		result = fw_call_decide(call, states, fw_clock_now(), outcome);
 		written = (result != FW_APPLY_OK || !writes ||
-				   fw_table_write_all(rel, index, natts, call, rows, outcome));
+				   fw_table_write_all(&table, call, rows, outcome));
 
 		for (i = 0; i < call->n; i++)
 			if (rows[i].creating)
@@ -661,8 +726,7 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 
 	for (i = 0; i < call->n; i++)
 		ExecDropSingleTupleTableSlot(rows[i].slot);
-	index_close(index, NoLock);
-	table_close(rel, NoLock);
+	fw_table_close(&table, NoLock);
 	return result;
 }
 
@@ -676,23 +740,20 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 bool
 fw_table_foreach(FwCounterVisitor visitor, void *arg)
 {
-	Relation	rel;
-	Relation	index;
-	int			natts;
+	FwTable		table;
 	TableScanDesc scan;
 	TupleTableSlot *slot;
 	MemoryContext rowcontext;
 	MemoryContext oldcontext;
 
-	natts = fw_table_open(AccessShareLock, &rel, &index);
-	if (RecoveryInProgress() && rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+	fw_table_open(AccessShareLock, &table);
+	if (RecoveryInProgress() && table.rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 	{
-		index_close(index, AccessShareLock);
-		table_close(rel, AccessShareLock);
+		fw_table_close(&table, AccessShareLock);
 		return false;
 	}
-	slot = table_slot_create(rel, NULL);
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	slot = table_slot_create(table.rel, NULL);
+	scan = table_beginscan(table.rel, GetActiveSnapshot(), 0, NULL);
 	rowcontext = AllocSetContextCreate(CurrentMemoryContext, "fixed_window counter row",
 									   ALLOCSET_SMALL_SIZES);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
@@ -711,7 +772,7 @@ fw_table_foreach(FwCounterVisitor visitor, void *arg)
 		name = DatumGetTextPP(slot->tts_values[COL_NAME]);
 		key = DatumGetTextPP(slot->tts_values[COL_KEY]);
 		name_len = VARSIZE_ANY_EXHDR(name);
-		if (natts == FW_TABLE_NATTS)
+		if (table.natts == FW_TABLE_NATTS)
 		{
 			period_id = DatumGetTextPP(slot->tts_values[COL_PERIOD_ID]);
 			period_id_len = VARSIZE_ANY_EXHDR(period_id);
@@ -744,7 +805,6 @@ fw_table_foreach(FwCounterVisitor visitor, void *arg)
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	MemoryContextDelete(rowcontext);
-	index_close(index, NoLock);
-	table_close(rel, NoLock);
+	fw_table_close(&table, NoLock);
 	return true;
 }

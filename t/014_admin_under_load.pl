@@ -17,10 +17,20 @@
 # an hour rate that is not its minute rate plus 999000 (the policy's) or
 # plus 4995000 (an override's).
 #
-# Checked for each backend: no call fails, the loop itself fails nothing;
-# every call has its two windows, each with a period of the definition;
-# every call's rates come from one definition; and the run tested
-# something: calls saw many versions, with and without overrides.
+# A DBA's maintenance runs meanwhile: VACUUM and ANALYZE of the extension's
+# tables, and REINDEX INDEX CONCURRENTLY of fw_counter's primary key, in one
+# loop, and VACUUM of fw_counter as fast as it goes in another, while
+# further sessions create counters of new keys.  1.3 before its review
+# failed table-backend calls with 55000 ("the counter table of fixed_window
+# is missing or altered": VACUUM's invalidation reset the table's id while a
+# call looked it up), and wrote new rows into the primary key alone, so that
+# the index being rebuilt missed them and keys got two counters.
+#
+# Checked for each backend: no call fails, the loops themselves fail
+# nothing; every call has its two windows, each with a period of the
+# definition; every call's rates come from one definition; the run tested
+# something: calls saw many versions, with and without overrides; and
+# fw_counter's index holds every row, one per counter.
 use strict;
 use warnings;
 
@@ -37,12 +47,16 @@ $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'fixed_window'
 max_connections = 40
+fixed_window.max_counters = 1000000
+fixed_window.database_share = 100
+fixed_window.role_share = 100
 fixed_window.debug_now = '2026-07-01 10:00:00+00'
 });
 $node->start;
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION fixed_window;
+CREATE EXTENSION amcheck;
 SELECT fw_define('churn', 1000, '1 minute');
 SELECT fw_define('churn', 1000000, '1 hour');
 CREATE TABLE call_log (run text, call bigint, key text, period interval, rate integer);
@@ -81,12 +95,39 @@ END \$\$;}
 	return ($h, \$out, \$err);
 }
 
+# The DBA's loop: maintenance commands, each its own statement, until the
+# deadline (pgbench runs them outside any transaction block).
+my $maintenance = $node->basedir . '/maintenance.sql';
+PostgreSQL::Test::Utils::append_to_file($maintenance, q{
+VACUUM fw_counter;
+ANALYZE fw_counter;
+VACUUM fw_counter;
+ANALYZE fw_policy, fw_override;
+VACUUM fw_override;
+REINDEX INDEX CONCURRENTLY fw_counter_pkey;
+});
+my $vacuum = $node->basedir . '/vacuum.sql';
+PostgreSQL::Test::Utils::append_to_file($vacuum, "VACUUM fw_counter;\n");
+sub maintenance_loop
+{
+	my ($file) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[
+			'pgbench', '--no-vacuum', '--protocol=simple', '--client=1', "--time=$seconds",
+			'--file', $file, $node->connstr('postgres')
+		],
+		'>', \$out, '2>', \$err);
+	return [ $h, \$out, \$err ];
+}
+
 foreach my $storage ('shmem', 'table')
 {
 	$node->safe_psql('postgres',
 		"ALTER DATABASE postgres SET fixed_window.storage = '$storage'");
 
 	my @admins = map { [ admin_loop($storage) ] } 1 .. $admins;
+	my @maintenance = map { maintenance_loop($_) } ($maintenance, $vacuum);
 	$node->pgbench(
 		"--no-vacuum --client=$clients --jobs=2 --protocol=prepared --time=$seconds",
 		0,
@@ -99,8 +140,18 @@ foreach my $storage ('shmem', 'table')
 	INSERT INTO call_log (run, call, key, period, rate)
 	SELECT '$storage', pg_current_xact_id()::text::bigint, 'k' || :k, w.period, w.rate
 	FROM fw_limit_windows('churn', 'k' || :k) AS w;
+	},
+			"014_new_keys_$storage" => q{
+	\set k random(1, 100000000)
+	SELECT (fw_limit('fresh', 'n' || :k, 5, '1 hour')).ok;
 	}
 		});
+	foreach my $loop (@maintenance)
+	{
+		my ($h, $out, $err) = @$loop;
+		ok($h->finish, "a maintenance loop failed nothing ($storage)") or diag($$err);
+		like($$out, qr{number of failed transactions: 0 }, "its commands all ran ($storage)");
+	}
 	foreach my $admin (@admins)
 	{
 		my ($h, $out, $err) = @$admin;
@@ -136,6 +187,16 @@ foreach my $storage ('shmem', 'table')
 	cmp_ok($with_override, '>', 0, "some calls were judged with an override ($storage)");
 	cmp_ok($without, '>', 0, "some calls were judged without ($storage)");
 }
+
+# The index of fw_counter holds every row, and no counter has two rows.
+is($node->safe_psql('postgres', q{SELECT bt_index_check('fw_counter_pkey', true)}), '',
+	"fw_counter's primary key holds every row of the table, after the reindexing");
+is( $node->safe_psql('postgres', q{
+		SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
+		SELECT count(*) - count(DISTINCT (name, key, period_id)) FROM fw_counter}),
+	'0', 'no counter has two rows');
+cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM fw_counter WHERE name = 'fresh'}),
+	'>', 100, 'new keys were created during the run');
 
 $node->stop;
 done_testing();

@@ -118,4 +118,61 @@ RESET ROLE;
 DROP ROLE regress_fw_writer;
 SELECT fw_undefine('owned');
 
+--
+-- An admin's change never makes a call fail (1.3, after review).  A window
+-- or an override smaller than a call's cost denies the call, with no retry
+-- time; a shadow window smaller than the cost only counts it; an exempt
+-- key is allowed whatever the cost.  Before, such calls failed with 22023:
+-- an admin trying a stricter window in shadow mode broke every large call.
+-- An inline call that asks more than its own capacity is still the
+-- caller's mistake, 22023.
+--
+SELECT fw_define('llm', 100000, '1 hour');
+SELECT ok, remaining FROM fw_limit('llm', 'u1', 4000);
+SELECT fw_define('llm', 1000, '1 minute', shadow => true);
+SELECT ok, remaining, retry_after FROM fw_limit('llm', 'u1', 4000);
+SELECT period, shadow, ok, remaining, retry_after FROM fw_limit_windows('llm', 'u1', 4000);
+SELECT calls, allowed, denied, shadow_denied FROM fw_stats WHERE name = 'llm';
+SELECT fw_override('llm', 'u2', 1000, '1 hour');
+SELECT ok, remaining, retry_after FROM fw_limit('llm', 'u2', 4000);
+SELECT ok, remaining, retry_after FROM fw_check('llm', 'u2', 4000);
+SELECT ok, remaining FROM fw_limit('llm', 'u2', 1000);
+SELECT fw_exempt('llm', 'partner');
+SELECT ok, retry_after FROM fw_limit('llm', 'partner', 2000000);
+SELECT calls, allowed, denied, shadow_denied FROM fw_stats WHERE name = 'llm';
+SELECT fw_limit('llm-inline', 'u1', 1000, '1 minute', cost => 4000);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fw_undefine('llm');
+SELECT fw_reset('llm') >= 0 AS reset;
+
+--
+-- Removing a policy's last window removes the policy: its exemptions go
+-- too (1.3 before its review kept them, and a policy defined later under
+-- the name found its key exempt again).
+--
+SELECT fw_define('gone', 2, '1 minute');
+SELECT fw_exempt('gone', 'partner');
+SELECT fw_undefine('gone', '1 minute');
+SELECT count(*) AS policies, (SELECT count(*) FROM fw_overrides WHERE name = 'gone') AS overrides
+FROM fw_policies WHERE name = 'gone';
+SELECT fw_define('gone', 2, '1 hour');
+SELECT string_agg(ok::text, ',') AS partner_calls
+FROM generate_series(1, 3) AS g, LATERAL fw_limit('gone', 'partner', least(g, 1)) AS r;
+SELECT fw_undefine('gone');
+SELECT fw_reset('gone') >= 0 AS reset;
+
+--
+-- A change written with session_replication_role = replica, as logical
+-- replication's apply worker writes, is seen by the sessions that had the
+-- policy cached: the triggers that tell them fire always (before, they did
+-- not fire in replica mode, and this session kept rate 5).
+--
+SELECT fw_define('replicated', 5, '1 hour');
+SELECT remaining FROM fw_check('replicated', 'k');
+SET session_replication_role = replica;
+UPDATE fw_policy SET rate = 500, capacity = 500 WHERE name = 'replicated';
+RESET session_replication_role;
+SELECT remaining FROM fw_check('replicated', 'k');
+SELECT fw_undefine('replicated');
+
 DROP EXTENSION fixed_window;

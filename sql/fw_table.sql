@@ -115,6 +115,51 @@ RESET enable_seqscan;
 DROP INDEX regress_fw_by_tokens, regress_fw_partial;
 DROP EXTENSION amcheck;
 
+-- 1.3 (review): a table-backend denial is part of the caller's transaction.
+-- A key with no counter, rate 5, capacity 10, cost 8: the denial creates
+-- the counter that gathers tokens until its retry time.  Committed, the
+-- retry time holds.  Rolled back by the error that refuses (fw_postgrest's
+-- 429, fw_trigger's RL429, a RAISE), the counter is gone and the same call
+-- is refused again then: fw_postgrest sends no Retry-After, and the
+-- trigger's hint promises no time.
+SET fixed_window.debug_now = '2026-05-01 10:00:10+00';
+SELECT fw_define('t_big', 5, '1 minute', capacity => 10);
+SELECT fw_storage_in_use();
+SELECT ok, retry_after FROM fw_limit('t_big', 'committed', 8);
+CREATE FUNCTION postgrest_answer(name text, key text, cost integer) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM fw_postgrest(name, key, cost);
+    RETURN '200';
+EXCEPTION WHEN SQLSTATE 'PGRST' THEN
+    DECLARE
+        detail text;
+    BEGIN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+        RETURN (detail::json->>'status') || ' Retry-After: '
+               || coalesce(detail::json->'headers'->>'Retry-After', 'none');
+    END;
+END $$;
+SELECT postgrest_answer('t_big', 'rolled-back', 8);
+CREATE TABLE t_uploads (owner text);
+CREATE TRIGGER t_upload_quota BEFORE INSERT ON t_uploads
+    FOR EACH ROW EXECUTE FUNCTION fw_trigger('t_big', 'owner', '8');
+INSERT INTO t_uploads VALUES ('rolled-back-too');
+SELECT key FROM fw_counters WHERE name = 't_big' ORDER BY key;
+SET fixed_window.debug_now = '2026-05-01 10:01:00+00';
+SELECT ok FROM fw_limit('t_big', 'committed', 8);
+SELECT postgrest_answer('t_big', 'rolled-back', 8);
+INSERT INTO t_uploads VALUES ('rolled-back-too');
+-- a cost within the rate is refused only by a counter that exists, and the
+-- rollback leaves it: the retry time holds through the error
+SET fixed_window.debug_now = '2026-05-01 10:01:10+00';
+SELECT ok FROM fw_limit('t_big', 'spent', 5);
+SELECT postgrest_answer('t_big', 'spent', 1);
+SET fixed_window.debug_now = '2026-05-01 10:02:00+00';
+SELECT postgrest_answer('t_big', 'spent', 1) LIKE '200%' AS allowed_then;
+DROP TABLE t_uploads;
+DROP FUNCTION postgrest_answer(text, text, integer);
+SELECT fw_undefine('t_big');
+
 DROP EXTENSION fixed_window;
 -- Without the extension in the database, the table backend says so.
 CREATE TYPE fw_result AS (ok boolean, retry_after interval, remaining integer, reset_after interval);

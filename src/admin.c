@@ -29,6 +29,7 @@
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
+#include "store.h"
 #include "table_store.h"
 
 PG_FUNCTION_INFO_V1(fw_shmem_counters);
@@ -37,6 +38,7 @@ PG_FUNCTION_INFO_V1(fw_may_see_key);
 PG_FUNCTION_INFO_V1(fw_shmem_reset);
 PG_FUNCTION_INFO_V1(fw_shmem_stats);
 PG_FUNCTION_INFO_V1(fw_shmem_stats_reset);
+PG_FUNCTION_INFO_V1(fw_storage_in_use);
 PG_FUNCTION_INFO_V1(fw_now);
 PG_FUNCTION_INFO_V1(fw_displayable);
 
@@ -288,6 +290,19 @@ fw_shmem_stats_reset(PG_FUNCTION_ARGS)
 {
 	fw_stats_forget_database(MyDatabaseId);
 	PG_RETURN_VOID();
+}
+
+/*
+ * fw_storage_in_use() returns text
+ *
+ * Where this session's calls keep their counters now: "shmem" or "table",
+ * as fixed_window.storage and the preloaded library decide (an error, as
+ * for a call, where storage is shmem without the library).
+ */
+Datum
+fw_storage_in_use(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(fw_use_shmem() ? "shmem" : "table"));
 }
 
 /*

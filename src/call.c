@@ -24,14 +24,18 @@
  * phase, derive it from phase_id: the limit's or policy's name and the
  * key, so that the windows of one key nest as those of inline calls do.  A
  * refund of more than the capacity gives back as much as the capacity
- * would.
+ * would.  Only an inline call's cost must be within its capacity: a
+ * policy's call with a cost above a window's capacity is denied by an
+ * enforced window (with no retry time), and only counted by a shadow one,
+ * so that an admin who defines a smaller window or override never makes
+ * calls fail.
  */
 static void
 fw_call_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fw_limit_cost(&call->limits[i], phase_id, cost, phase);
+	fw_limit_cost(&call->limits[i], phase_id, cost, phase, !call->named);
 }
 
 /* The window of an inline call. */

@@ -10,6 +10,12 @@
 #ifndef FW_CATALOG_H
 #define FW_CATALOG_H
 
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
+
 extern Oid	fw_extension_schema(void);
+extern bool fw_open_table_and_key(Oid relid, const char *relname, Oid indexid,
+								  const char *indexname, LOCKMODE lockmode,
+								  Relation *rel, Relation *index);
 
 #endif							/* FW_CATALOG_H */

@@ -174,9 +174,14 @@ fw_limit_check_now(const FwLimit *limit, bool phase, int64 now)
 /*
  * Check the cost of a call of a defined limit and, when the limit's start
  * is the key's phase (phase true), derive it from the counter's identity.
+ * A cost above the capacity is an error where the caller gave both
+ * (within_capacity: an inline call); a policy's window answers it as a
+ * denial that no time will lift, since the caller cannot know what an
+ * admin defined.
  */
 void
-fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase)
+fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
+			  bool within_capacity)
 {
 	limit->cost = cost;
 	if (cost < 0)
@@ -184,7 +189,7 @@ fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cost must not be negative"),
 				 errdetail("The cost given was %d.", cost)));
-	if (cost > limit->capacity)
+	if (within_capacity && cost > limit->capacity)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cost must not exceed the capacity"),

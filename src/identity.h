@@ -150,7 +150,8 @@ extern void fw_split_counter_name(const char *name, int len, int *name_len,
 extern int	fw_period_id(const FwPeriod *period, char *buf);
 extern void fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
 							const TimestampTz *start, const int32 *capacity);
-extern void fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase);
+extern void fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
+						  bool within_capacity);
 extern void fw_limit_check_now(const FwLimit *limit, bool phase, int64 now);
 extern void fw_window_range_error(void) pg_attribute_noreturn();
 #endif							/* FW_IDENTITY_H */

@@ -50,7 +50,6 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -156,7 +155,8 @@ static FwPolicyEntry *fw_policy_last = NULL;
  * call whose key is not cached opens both, and looking them up in the
  * catalogs each time would cost more than reading the key.  A kept id is
  * checked when opened (a table dropped with the extension is not there,
- * and an id used again is another relation), and looked up again if it
+ * an id used again is another relation, and REINDEX CONCURRENTLY replaces
+ * a primary key by a new index of its name), and looked up again if it
  * fails.  Written by the readers only, never by the callback, which reads
  * them to know which invalidations concern the caches.
  */
@@ -230,20 +230,9 @@ fw_policy_open(FwDefinitionTable *table, Relation *rel, Relation *index)
 
 		if ((attempt > 0 || !OidIsValid(table->relid)) && !fw_policy_find(table))
 			return false;
-		*rel = try_relation_open(table->relid, AccessShareLock);
-		*index = NULL;
-		if (*rel != NULL && strcmp(RelationGetRelationName(*rel), table->relname) == 0)
-			*index = try_relation_open(table->indexid, AccessShareLock);
-		if (*index == NULL || (*index)->rd_rel->relkind != RELKIND_INDEX ||
-			(*index)->rd_index->indrelid != table->relid)
-		{
-			/* gone, or another relation now: look it up again */
-			if (*index != NULL)
-				relation_close(*index, AccessShareLock);
-			if (*rel != NULL)
-				relation_close(*rel, AccessShareLock);
-			continue;
-		}
+		if (!fw_open_table_and_key(table->relid, table->relname, table->indexid,
+								   table->indexname, AccessShareLock, rel, index))
+			continue;			/* gone, or replaced: look it up again */
 		tupdesc = RelationGetDescr(*rel);
 		if (tupdesc->natts != table->natts)
 			fw_policy_reinstall_error(table->relname);

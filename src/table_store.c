@@ -425,29 +425,14 @@ fw_table_open(LOCKMODE lockmode, FwTable *table)
 
 	for (attempt = 0; attempt < FW_OPEN_ATTEMPTS; attempt++)
 	{
-		Relation	rel;
-		Relation	index = NULL;
 		List	   *indexes;
 
 		fw_table_find(attempt > 0);
-		rel = try_relation_open(fw_table_relid, lockmode);
-		if (rel != NULL && strcmp(RelationGetRelationName(rel), FW_TABLE) == 0)
-			index = try_relation_open(fw_table_indexid, lockmode);
-		if (index == NULL || index->rd_rel->relkind != RELKIND_INDEX ||
-			strcmp(RelationGetRelationName(index), FW_TABLE_PKEY) != 0 ||
-			!index->rd_index->indisvalid || !index->rd_index->indisready ||
-			!index->rd_index->indislive)
-		{
-			if (index != NULL)
-				relation_close(index, lockmode);
-			if (rel != NULL)
-				relation_close(rel, lockmode);
+		if (!fw_open_table_and_key(fw_table_relid, FW_TABLE, fw_table_indexid, FW_TABLE_PKEY,
+								   lockmode, &table->rel, &table->index))
 			continue;
-		}
-		table->rel = rel;
-		table->index = index;
-		table->natts = fw_table_check_columns(rel, index);
-		indexes = RelationGetIndexList(rel);
+		table->natts = fw_table_check_columns(table->rel, table->index);
+		indexes = RelationGetIndexList(table->rel);
 		table->more_indexes = list_length(indexes) > 1;
 		list_free(indexes);
 		return;
@@ -498,7 +483,7 @@ static bool
 fw_table_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
 {
 	return call->mode == FW_MODE_SPEND && row->found && !d->ok &&
-		call->limits[i].cost > call->limits[i].rate &&
+		d->retry_after != FW_RETRY_NEVER && call->limits[i].cost > call->limits[i].rate &&
 		!row->slot->tts_isnull[COL_FRESH_FROM];
 }
 

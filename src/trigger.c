@@ -242,14 +242,39 @@ fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
 	return SPI_getvalue(row, tupdesc, attnum);
 }
 
-/* The hint of a denied row: when to retry, if a time can be promised. */
+/*
+ * Whether a refused row's retry time outlives the error that refuses it.
+ * On the table backend the error rolls back what the call wrote, among it
+ * the counter a denial creates for a key that has none -- the counter in
+ * which a cost above the rate gathers its tokens -- and the same row would
+ * be refused again at that time.  Shared memory keeps it.
+ */
+static bool
+fw_trigger_promise_kept(const FwCall *call, const FwOutcome *outcome)
+{
+	int			i;
+
+	if (fw_use_shmem())
+		return true;
+	for (i = 0; i < call->n; i++)
+		if (!call->shadow[i] && !outcome->decisions[i].ok && outcome->create[i])
+			return false;
+	return true;
+}
+
+/* The hint of a refused row: when to retry, if a time can be promised. */
 static int
-fw_trigger_retry_hint(const FwDecision *decision)
+fw_trigger_retry_hint(const FwDecision *decision, bool kept)
 {
 	Interval	retry = {.time = decision->retry_after};
 
+	if (!kept)
+		return errhint("No time can be promised: on the table backend this refusal rolls back the counter "
+					   "that would gather the tokens of a cost above the rate. Keep counters in shared memory, "
+					   "or lower the cost.");
 	if (decision->retry_after == FW_RETRY_NEVER)
-		return errhint("No time can be promised: the row's cost is never covered within the windows of 64-bit time, or the counters are full.");
+		return errhint("No time can be promised: the row's cost is more than a window of the limit can hold, "
+					   "or is covered only beyond 64-bit time, or the counters are full.");
 	return errhint("Retry after %s.",
 				   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&retry))));
 }
@@ -270,6 +295,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 	TimestampTz start = FW_UNIX_EPOCH;
 	FwCall		call;
 	FwOutcome	outcome;
+	bool		kept;
 	FwDecision	decision;
 	const char *name;
 	int			nestlevel;
@@ -373,6 +399,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 					   rate, DatumGetIntervalP(period), &start, cost, NULL);
 	fw_apply(&call, &outcome);
 	fw_call_answer(&call, &outcome, &decision);
+	kept = decision.ok || fw_trigger_promise_kept(&call, &outcome);
 
 	if (!decision.ok && named)
 		ereport(ERROR,
@@ -381,7 +408,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 				 errdetail("Trigger \"%s\" on table \"%s\" counts rows against policy \"%s\" for each value of column \"%s\".",
 						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
 						   name, args[1]),
-				 fw_trigger_retry_hint(&decision)));
+				 fw_trigger_retry_hint(&decision, kept)));
 	if (!decision.ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
@@ -391,7 +418,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 								  rate,
 								  trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
 								  args[3], args[1]),
-				 fw_trigger_retry_hint(&decision)));
+				 fw_trigger_retry_hint(&decision, kept)));
 
 	return PointerGetDatum(row);
 }

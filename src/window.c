@@ -404,9 +404,11 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 		/*
 		 * The boundary at which the grants cover the cost, if the window it
 		 * starts ends within 64-bit time (else a call then would fail): no
-		 * other time is promised.
+		 * other time is promised, nor any for a cost above the capacity
+		 * (which only a policy's window may be asked).
 		 */
-		if (pg_add_s64_overflow(k, windows, &windows) || windows == PG_INT64_MAX ||
+		if (limit->cost > limit->capacity ||
+			pg_add_s64_overflow(k, windows, &windows) || windows == PG_INT64_MAX ||
 			fw_window_boundary(period, limit->start, windows, &covered_at) != FW_STATUS_OK ||
 			fw_window_boundary(period, limit->start, windows + 1, &covered_end) != FW_STATUS_OK ||
 			pg_sub_s64_overflow(covered_at, now, &decision->retry_after))

@@ -779,6 +779,20 @@ test_decide_retry_never(void)
 	l.cost = 281;
 	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
 	CHECK_EQ(dec.retry_after, 280 * 1000 * year);
+
+	/*
+	 * A cost above the capacity (a policy's window smaller than a call) is
+	 * never covered, however many windows pass: the counter stops at the
+	 * capacity.  The rate alone would have promised the third window.
+	 */
+	l = LIMIT(period(0, 0, MINUTE), 0, 5, 10, 12);
+	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK(!dec.ok);
+	CHECK_EQ(dec.remaining, 5);
+	CHECK_EQ(dec.retry_after, FW_RETRY_NEVER);
+	l.cost = 10;
+	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(dec.retry_after, MINUTE);
 }
 
 /* ---------- phase ---------- */

@@ -22,8 +22,10 @@ tar -C "$FW_ROOT/examples/service" --exclude=node_modules -cf - . | tar -C "$dir
 [ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$dir/service"
 fw_as_user createdb service
 PGDATABASE=service service_start "$dir/service" "$dir"
+fw_as_user psql -X -q -d service -c \
+    "INSERT INTO api_keys VALUES (sha256(convert_to('demo', 'UTF8')), 'the demo')"
 echo
-echo "# The policy \"api\" allows 5 requests a minute per API key. Six requests:"
+echo "# The policy \"api\" allows 5 requests a minute per client (API key \"demo\"). Six requests:"
 for i in 1 2 3 4 5; do
     curl -s -o /dev/null -w "GET /hello -> %{http_code}\n" -H 'X-Api-Key: demo' "$service_url/hello"
 done

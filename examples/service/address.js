@@ -1,5 +1,9 @@
 // The address a request comes from, for limits keyed by client address.
 //
+// A client is limited by its address: an IPv4 address, or the /64 network
+// of an IPv6 one, since a single IPv6 host commonly holds a whole /64 and
+// would otherwise have 2^64 quotas (addressKey).
+//
 // X-Forwarded-For is a list that every proxy on the way appends to, and a
 // client can put anything at its left: a service that believes it gives
 // every forged address a fresh quota.  So the header counts only when the
@@ -32,4 +36,16 @@ export function clientAddress(req, trusted) {
     address = hop;
   }
   return address;
+}
+
+// The key a client's address is limited by: an IPv4 address as it is, an
+// IPv6 address as its /64 network ("2001:db8:1:2::/64").
+export function addressKey(address) {
+  if (!net.isIPv6(address)) return address;
+  // expand "::" into the zero groups it stands for, then keep four groups
+  const [head, tail] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : (tail ? tail.split(':') : []);
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }

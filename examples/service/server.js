@@ -2,8 +2,11 @@
 // pg driver's connection pool.
 //
 //   GET  /hello    one call of the policy "api" per request, keyed by the
-//                  X-Api-Key header (else the client's address): 200, or
-//                  429 with Retry-After; both with the RateLimit headers
+//                  client the X-Api-Key header names (a key of the table
+//                  api_keys), else by the client's address: 200, or 429
+//                  with Retry-After; both with the RateLimit headers.  An
+//                  unknown key is a 401, after spending a token of the
+//                  address's quota, so that keys cannot be guessed freely
 //   POST /signup   {"email": "..."} inserts a row; the table's trigger
 //                  fw_trigger('signup', 'ip') refuses the fourth signup of an
 //                  address in a day with SQLSTATE RL429, answered as 429
@@ -20,6 +23,13 @@
 //   microseconds.
 // - X-Forwarded-For counts only from proxies named in TRUSTED_PROXIES
 //   (address.js): otherwise every forged address would get its own quota.
+//   An IPv6 client is limited by its /64 network.
+// - Whatever a client may choose freely is not a quota of its own: API keys
+//   are checked (api_keys holds their SHA-256 digests), and the quota is
+//   the client's, "key:<client>", never the secret itself; addresses are
+//   "ip:<address>", so that a key cannot be named after someone's address.
+// - A request body is read up to MAX_BODY_BYTES (413 beyond): an unbounded
+//   one would end the process.
 // - Bad input is a 4xx saying what is wrong; a failure is a 5xx saying
 //   nothing of the internals (they go to the log).
 //
@@ -34,7 +44,7 @@
 
 import http from 'node:http';
 import pg from 'pg';
-import { clientAddress, trustedProxies } from './address.js';
+import { addressKey, clientAddress, trustedProxies } from './address.js';
 
 const statementTimeout = Number(process.env.STATEMENT_TIMEOUT_MS ?? 2000);
 const pool = new pg.Pool({
@@ -53,9 +63,11 @@ pool.on('error', (err) => console.error('an idle database connection ended:', er
 const testClock = process.env.FW_TEST_CLOCK === '1';
 const trusted = trustedProxies(process.env.TRUSTED_PROXIES);
 const MAX_KEY_BYTES = 1024;
+const MAX_BODY_BYTES = 16 * 1024;
 const RETRY_UNAVAILABLE = '2';          // seconds, for 503
 
 class BadRequest extends Error {}
+class TooLarge extends Error {}
 
 // Whether an error means the database cannot answer now: it is down,
 // restarting, refusing connections, or the statement ran out of time.
@@ -106,18 +118,27 @@ function retryAfter(headers) {
   return headers['Retry-After'] === undefined ? null : Number(headers['Retry-After']);
 }
 
+// The client an API key belongs to, or null for an unknown key.
+const CLIENT = 'SELECT client FROM api_keys WHERE key_digest = sha256(convert_to($1, \'UTF8\'))';
+
 async function hello(req, res) {
-  const key = req.headers['x-api-key'] ?? clientAddress(req, trusted);
-  if (Buffer.byteLength(key) > MAX_KEY_BYTES)
+  const apiKey = req.headers['x-api-key'];
+  if (apiKey !== undefined && Buffer.byteLength(apiKey) > MAX_KEY_BYTES)
     throw new BadRequest(`X-Api-Key must be at most ${MAX_KEY_BYTES} bytes`);
-  const { ok, headers } = await withDatabase(req, async (db) =>
-    (await db.query(LIMIT, ['api', key])).rows[0]);
-  if (ok) send(res, 200, headers, { hello: key });
-  else send(res, 429, headers, { error: 'rate limit exceeded', retry_after: retryAfter(headers) });
+  const address = `ip:${addressKey(clientAddress(req, trusted))}`;
+  const answer = await withDatabase(req, async (db) => {
+    const client = apiKey === undefined ? null : (await db.query(CLIENT, [apiKey])).rows[0]?.client;
+    const key = client == null ? address : `key:${client}`;
+    return { client, ...(await db.query(LIMIT, ['api', key])).rows[0] };
+  });
+  const { client, ok, headers } = answer;
+  if (!ok) send(res, 429, headers, { error: 'rate limit exceeded', retry_after: retryAfter(headers) });
+  else if (apiKey !== undefined && client == null) send(res, 401, headers, { error: 'unknown API key' });
+  else send(res, 200, headers, { hello: client ?? 'anonymous' });
 }
 
 async function signup(req, res, body) {
-  const ip = clientAddress(req, trusted);
+  const ip = addressKey(clientAddress(req, trusted));
   let email;
   try {
     ({ email } = JSON.parse(body));
@@ -140,16 +161,24 @@ async function signup(req, res, body) {
 }
 
 const server = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (chunk) => { body += chunk; });
+  const chunks = [];
+  let size = 0;
+  req.on('data', (chunk) => {
+    size += chunk.length;
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+  });
   req.on('end', async () => {
     try {
+      if (size > MAX_BODY_BYTES) throw new TooLarge();
+      const body = Buffer.concat(chunks).toString();
       const path = new URL(req.url, 'http://service').pathname;
       if (req.method === 'GET' && path === '/hello') await hello(req, res);
       else if (req.method === 'POST' && path === '/signup') await signup(req, res, body);
       else send(res, 404, {}, { error: 'not found' });
     } catch (err) {
       if (err instanceof BadRequest) return send(res, 400, {}, { error: err.message });
+      if (err instanceof TooLarge)
+        return send(res, 413, {}, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
       if (unavailable(err)) {
         console.error('database unavailable:', err.code ?? '', err.message);
         return send(res, 503, { 'Retry-After': RETRY_UNAVAILABLE }, { error: 'service unavailable' });

@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clientAddress, trustedProxies } from '../address.js';
+import { addressKey, clientAddress, trustedProxies } from '../address.js';
 
 const request = (peer, forwarded) => ({
   socket: { remoteAddress: peer },
@@ -39,4 +39,16 @@ test('an entry that is no address stops the walk at the last proxy', () => {
   const proxy = trustedProxies('10.0.0.1');
   assert.equal(clientAddress(request('10.0.0.1', '198.51.100.7, unknown'), proxy), '10.0.0.1');
   assert.deepEqual([...trustedProxies('nonsense, 10.0.0.1')], ['10.0.0.1']);
+});
+
+test('IPv4 addresses are keys as they are; IPv6 ones by their /64 network', () => {
+  assert.equal(addressKey('192.0.2.1'), '192.0.2.1');
+  assert.equal(addressKey('2001:db8:1:2:aaaa:bbbb:cccc:dddd'), '2001:db8:1:2::/64');
+  assert.equal(addressKey('2001:db8:1:2::5'), '2001:db8:1:2::/64');
+  assert.equal(addressKey('2001:0DB8:0001:0002::ffff'), '2001:db8:1:2::/64');
+  assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
+  assert.equal(addressKey('::1'), '0:0:0:0::/64');
+  // two hosts of one network share a key; of two networks, not
+  assert.equal(addressKey('2001:db8:1:2::1'), addressKey('2001:db8:1:2:ffff::9'));
+  assert.notEqual(addressKey('2001:db8:1:2::1'), addressKey('2001:db8:1:3::1'));
 });

@@ -6,7 +6,7 @@
 //
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
-import { test } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -17,9 +17,14 @@ const T0 = Date.parse('2026-05-01T10:00:00Z');
 
 const clock = (ms) => new Date(ms).toISOString();
 
-async function hello(key, at) {
+// GET /hello with an API key (or none: undefined), from the address a
+// proxy forwards (or from the test's own, 127.0.0.1).
+async function hello(key, at, forwarded) {
+  const headers = { 'X-Test-Clock': clock(at) };
+  if (key !== undefined) headers['X-Api-Key'] = key;
+  if (forwarded !== undefined) headers['X-Forwarded-For'] = forwarded;
   const res = await fetch(`${service}/hello`, {
-    headers: { 'X-Api-Key': key, 'X-Test-Clock': clock(at) },
+    headers,
     signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
@@ -36,12 +41,19 @@ async function sql(text, params) {
   }
 }
 
-// What a key of the policy "api" holds at a time, spending nothing.
-async function tokens(key, at) {
+// What a client of the policy "api" holds at a time, spending nothing.
+async function tokens(client, at) {
   const rows = await sql(`SELECT set_config('fixed_window.debug_now', $2, false),
-                                 (fw_check('api', $1, 0)).remaining`, [key, clock(at)]);
+                                 (fw_check('api', $1, 0)).remaining`, [`key:${client}`, clock(at)]);
   return rows[0].remaining;
 }
+
+// The API keys the tests use, each the key of a client of the same name.
+const KEYS = ['key-1', 'key-2', 'k'.repeat(1024), 'held', 'pool', 'restart'];
+before(async () => {
+  await sql(`INSERT INTO api_keys SELECT sha256(convert_to(k, 'UTF8')), k FROM unnest($1::text[]) AS k
+             ON CONFLICT DO NOTHING`, [KEYS]);
+});
 
 function pgCtl(...args) {
   execFileSync('pg_ctl', ['-D', process.env.PG_DATA, ...args], { stdio: 'ignore' });
@@ -108,6 +120,41 @@ test('bad requests are 400 and unknown paths 404, never an allowed call', async 
   assert.equal((await signup('192.0.2.3', undefined, T0)).status, 400);
   const res = await fetch(`${service}/nowhere`);
   assert.equal(res.status, 404);
+});
+
+test('an unknown API key is a 401 that spends the address\'s quota, so that keys cannot be guessed freely', async () => {
+  // 1.3 before its review took any X-Api-Key as a quota of its own: a
+  // client changing the header got a fresh quota per request
+  const from = '198.51.100.50';
+  const statuses = [];
+  for (let i = 1; i <= 6; i++) statuses.push((await hello(`guess-${i}`, T0, from)).status);
+  assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+  assert.equal((await hello(undefined, T0, from)).status, 429, 'the address itself is out of tokens');
+  assert.equal((await hello('key-2', T0, from)).status, 200, 'a known key has its own quota');
+  const unknown = await hello('guess-7', T0 + 60_000, from);
+  assert.deepEqual(unknown.body, { error: 'unknown API key' });
+});
+
+test('without a key the address is the quota; an IPv6 client is limited by its /64', async () => {
+  const statuses = [];
+  for (let i = 1; i <= 6; i++) statuses.push((await hello(undefined, T0, `2001:db8:7:7::${i}`)).status);
+  assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+  assert.equal((await hello(undefined, T0, '2001:db8:7:8::1')).status, 200, 'another /64');
+  assert.deepEqual((await hello(undefined, T0, '198.51.100.60')).body, { hello: 'anonymous' });
+  // an API key named after an address is no address: the quotas are apart
+  assert.equal((await hello('2001:db8:7:7::1', T0, '198.51.100.61')).status, 401);
+});
+
+test('a body over 16 kB is a 413, and the service goes on', async () => {
+  const res = await fetch(`${service}/signup`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Test-Clock': clock(T0) },
+    body: JSON.stringify({ email: 'x'.repeat(64 * 1024) }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  assert.equal(res.status, 413);
+  assert.deepEqual(await res.json(), { error: 'the body must be at most 16384 bytes' });
+  assert.equal((await hello('key-2', T0 + 120_000)).status, 200);
 });
 
 test('a key too long is a 400 that shows no internals (1.2.1: a 500 with SQLSTATE 54000)', async () => {

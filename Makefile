@@ -38,15 +38,20 @@ PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 # clusters of its own; "make installcheck" runs installcheck-* against the
 # server that PGHOST and PGPORT name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
-	fw_security fw_definitions fw_retry fw_schema
+	fw_security fw_definitions fw_retry fw_schema fw_upgrade
 REGRESS_TABLE = fw_table
 ISOLATION = fw_concurrent fw_policy_change
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
 	fw_policy_change fw_table_invalidation fw_definition_races
 TAP_TESTS = 1
 NO_INSTALLCHECK = 1
+# Every test lives under test/: sql/ and expected/ for pg_regress (isolation's
+# expected files too), specs/, t/ for TAP, unit/ for the C unit tests.
+REGRESS_OPTS = --inputdir=$(srcdir)/test
+ISOLATION_OPTS = --inputdir=$(srcdir)/test
+PROVE_TESTS = $(srcdir)/test/t/*.pl
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
-	tmp_check_isolation_table output_table output_iso_table unit/test_window
+	tmp_check_isolation_table output_table output_iso_table test/unit/test_window
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
@@ -133,12 +138,12 @@ installcheck-isolation-table:
 		$(ISOLATION_OPTS) --outputdir=output_iso_table $(ISOLATION_TABLE)
 
 # C unit tests of the window arithmetic: no server needed.
-unit/test_window: unit/test_window.c src/window.c src/window.h
+test/unit/test_window: test/unit/test_window.c src/window.c src/window.h
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) \
-		-I$(includedir_internal) -o $@ unit/test_window.c src/window.c \
+		-I$(includedir_internal) -o $@ test/unit/test_window.c src/window.c \
 		-L$(pkglibdir) -L$(libdir) -lpgcommon -lpgport
-unit: unit/test_window
-	./unit/test_window
+unit: test/unit/test_window
+	./test/unit/test_window
 
 # Includes among src/ files point down the layers only.
 check-layers:

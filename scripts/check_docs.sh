@@ -3,7 +3,7 @@
 # what the tests find there.
 #
 #   - the README's "What PUBLIC may call" lists exactly the functions and
-#     views that PUBLIC may use, as sql/fw_security.sql finds them in the
+#     views that PUBLIC may use, as test/sql/fw_security.sql finds them in the
 #     catalog (its expected output);
 #   - every link into docs/ names a file that exists, and every anchor
 #     (#...) a heading of that file or of the README.
@@ -20,10 +20,10 @@ readme_public=$(awk '/^### What PUBLIC may call/ { on = 1; next } on && /^#/ { e
 catalog_public=$(awk '
     /^ +public_function *$/ || /^ +public_relation .*$/ { on = 1; getline; next }
     on && /^\([0-9]+ rows?\)$/ { on = 0 }
-    on { sub(/^ /, ""); split($0, f, " \\| "); sub(/ +$/, "", f[1]); print f[1] }' expected/fw_security.out | sort)
-[ -n "$catalog_public" ] || fail "expected/fw_security.out lists no public function"
+    on { sub(/^ /, ""); split($0, f, " \\| "); sub(/ +$/, "", f[1]); print f[1] }' test/expected/fw_security.out | sort)
+[ -n "$catalog_public" ] || fail "test/expected/fw_security.out lists no public function"
 if [ "$readme_public" != "$catalog_public" ]; then
-    fail "README's \"What PUBLIC may call\" differs from the catalog (expected/fw_security.out):"
+    fail "README's \"What PUBLIC may call\" differs from the catalog (test/expected/fw_security.out):"
     diff <(echo "$readme_public") <(echo "$catalog_public") | sed -n 's/^</  only in README:/p; s/^>/  only in the catalog:/p' >&2
 fi
 

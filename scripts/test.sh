@@ -17,13 +17,23 @@
 #   deb         the Debian package: built (its build runs make installcheck),
 #               installed, and called on a fresh cluster; as root only
 #
+# "bash scripts/test.sh regress tap" runs the layers named, in this order.
+#
 # As root the tests run as the unprivileged "postgres" account in a private
 # copy of the tree, since PostgreSQL refuses to run as root.  Missing Debian
 # packages are installed only as root, or when FW_INSTALL=yes (lib.sh).
+#
+# The extension is built strictly here: every warning of -Wall -Wextra is an
+# error, but for unused parameters (fmgr.h's PG_FUNCTION_INFO_V1 raises it, and
+# the callbacks' signatures are PostgreSQL's), and its Assert()s are
+# compiled in, so that they run in every layer.  The package (layer deb) is
+# built with the flags Debian sets.
 source "$(dirname "$0")/lib.sh"
 
+export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
 fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy"
 fw_node_packages
+make -C "$FW_ROOT" -s clean >/dev/null
 fw_build_install
 
 work=$(fw_private_dir)
@@ -44,9 +54,13 @@ run_layer() {
         find "$work/tmp_check" -name 'regress_log_*' -exec tail -n 40 {} + 2>/dev/null || true
     fi
 }
+# wanted NAME: whether the command line asks for the layer (all when empty).
+layers_asked=" $* "
+wanted() { [ "$layers_asked" = "  " ] || [[ $layers_asked == *" $1 "* ]]; }
 # layer NAME TARGET: a make target of the private copy, as the unprivileged account.
 layer() {
     local name=$1; shift
+    wanted "$name" || return 0
     run_layer "$name" fw_as_user make -C "$work" -s PG_CONFIG="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config" "$@"
 }
 
@@ -60,7 +74,7 @@ layer isolation test-isolation
 layer isolation-table test-isolation-table
 layer tap test-tap
 layer service test-service
-run_layer deb bash "$FW_ROOT/scripts/deb_test.sh"
+wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"
 echo "layers: $passed passed, $failed failed"

@@ -98,8 +98,8 @@ fw_trigger_relative_time(const char *value)
 	while (*p != '\0')
 	{
 		const char *word = p;
-		int			len;
-		int			w;
+		size_t		len;
+		size_t		w;
 
 		while (isalpha((unsigned char) *p))
 			p++;

@@ -23,6 +23,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
 
 my $pkglibdir = `pg_config --pkglibdir`;
 chomp $pkglibdir;
@@ -147,7 +148,7 @@ is($router->safe_psql('router', "SELECT count(*) FILTER (WHERE key IS NULL), cou
 
 # router and shards share the machine's clock, so the log names each call's
 # window as in t/007
-$router->safe_psql('router', slurp_file('t/window_log.sql'));
+$router->safe_psql('router', slurp_file(dirname(__FILE__) . '/window_log.sql'));
 $router->safe_psql('router', q{
 SELECT fw_define('per_key', 2, '1 second', comment => 'load test');
 CREATE FUNCTION load_call(run text, k text, rate integer) RETURNS void

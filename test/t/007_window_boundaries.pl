@@ -30,6 +30,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
 
 my $seconds = 7;
 my $hot_rate = 1000;
@@ -43,7 +44,7 @@ max_connections = 50
 });
 $node->start;
 
-$node->safe_psql('postgres', slurp_file('t/window_log.sql'));
+$node->safe_psql('postgres', slurp_file(dirname(__FILE__) . '/window_log.sql'));
 $node->safe_psql('postgres', q{
 CREATE EXTENSION fixed_window;
 CREATE FUNCTION load_call(run text, k text, rate integer) RETURNS void

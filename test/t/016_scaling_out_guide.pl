@@ -28,7 +28,7 @@ BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
 	  . "apt-get install postgresql-15-plproxy, or run make test as root")
   unless -f "$pkglibdir/plproxy.so";
 
-my $guide = dirname(__FILE__) . '/../docs/scaling-out.md';
+my $guide = dirname(__FILE__) . '/../../docs/scaling-out.md';
 
 # The blocks to run: [where, text], in the guide's order.
 my @blocks;

@@ -19,6 +19,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
 use Time::HiRes qw(time);
 
 my $pkglibdir = `pg_config --pkglibdir`;
@@ -301,7 +302,7 @@ $session_b->quit;
 
 # -- the update of a live 1.0 router ------------------------------------------
 
-my $members_sql = slurp_file('t/extension_objects.sql');
+my $members_sql = slurp_file(dirname(__FILE__) . '/extension_objects.sql');
 sub router_members
 {
 	my ($d) = @_;

@@ -25,6 +25,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -169,7 +170,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION fixed_window');
 
 # Every member object of the extension, with its definition (see the file).
-my $members_sql = slurp_file('t/extension_objects.sql');
+my $members_sql = slurp_file(dirname(__FILE__) . '/extension_objects.sql');
 sub members
 {
 	my ($d, $extname) = @_;

@@ -6,6 +6,7 @@ OBJS = \
 	src/admin.o \
 	src/call.o \
 	src/catalog.o \
+	src/decide.o \
 	src/define.o \
 	src/fixed_window.o \
 	src/identity.o \

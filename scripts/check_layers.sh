@@ -11,11 +11,12 @@ layer() {
     case "$1" in
         compat.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c) echo 1 ;;
+        decide.h | decide.c) echo 2 ;;
         shmem_store.h | shmem_store.c | table_store.h | table_store.c | stats.h | stats.c | \
-            policy.h | policy.c) echo 2 ;;
-        store.h | store.c) echo 3 ;;
-        call.h | call.c) echo 4 ;;
-        limit.c | admin.c | trigger.c | define.c | fixed_window.c) echo 5 ;;
+            policy.h | policy.c) echo 3 ;;
+        store.h | store.c) echo 4 ;;
+        call.h | call.c) echo 5 ;;
+        limit.c | admin.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
         *) echo "unknown" ;;
     esac
 }

@@ -85,13 +85,8 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	FwCountersScan *scan = (FwCountersScan *) arg;
 	Datum		values[FW_COUNTERS_COLS];
 	bool		nulls[FW_COUNTERS_COLS] = {false};
-	int			name_len;
-	const char *period_id;
-	int			period_id_len;
 
-	fw_split_counter_name(counter->name, counter->name_len, &name_len,
-						  &period_id, &period_id_len);
-	values[0] = PointerGetDatum(cstring_to_text_with_len(counter->name, name_len));
+	values[0] = PointerGetDatum(cstring_to_text_with_len(counter->name, counter->name_len));
 	if (scan->all_keys || counter->data.userid == GetUserId())
 		values[1] = PointerGetDatum(cstring_to_text_with_len(counter->key, counter->key_len));
 	else
@@ -101,9 +96,10 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	values[4] = Int32GetDatum(counter->data.tokens);
 	values[5] = Int32GetDatum(counter->data.rate);
 	values[6] = Int32GetDatum(counter->data.capacity);
-	values[7] = PointerGetDatum(cstring_to_text_with_len(period_id, period_id_len));
-	nulls[7] = (period_id_len == 0);
-	if (scan->tupdesc->natts < FW_COUNTERS_COLS && period_id_len > 0)
+	values[7] = PointerGetDatum(cstring_to_text_with_len(counter->period_id,
+														  counter->period_id_len));
+	nulls[7] = (counter->period_id_len == 0);
+	if (scan->tupdesc->natts < FW_COUNTERS_COLS && counter->period_id_len > 0)
 		return false;			/* 1.0's function: inline counters only */
 	tuplestore_putvalues(scan->store, scan->tupdesc, values, nulls);
 	return false;
@@ -177,13 +173,8 @@ static bool
 fw_match_name(const FwCounterView *counter, void *arg)
 {
 	FwResetScan *scan = (FwResetScan *) arg;
-	int			name_len;
-	const char *period_id;
-	int			period_id_len;
 
-	fw_split_counter_name(counter->name, counter->name_len, &name_len,
-						  &period_id, &period_id_len);
-	if (name_len != scan->name_len ||
+	if (counter->name_len != scan->name_len ||
 		memcmp(counter->name, scan->name, scan->name_len) != 0)
 		return false;
 	scan->removed++;
@@ -214,7 +205,6 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 		text	   *key = PG_GETARG_TEXT_PP(1);
 		FwIdentity	id;
 		FwPolicyKey policy;
-		char		buf[FW_MAX_COUNTER_NAME];
 		int64		removed;
 		int			i;
 
@@ -229,7 +219,7 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 			fw_identity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
 									policy.windows[i].period_id,
 									policy.windows[i].period_id_len,
-									VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), buf);
+									VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
 			removed += fw_shmem_remove(&id) ? 1 : 0;
 		}
 		PG_RETURN_INT64(removed);

@@ -6,9 +6,10 @@
  *
  * An inline call has one window, whose counter is named by the limit's
  * name.  A named call has one window per window of its policy, with the
- * key's overrides applied, each with a counter of its own (see
- * fw_identity_init_window); an exempt key's call spends nothing.  The
- * store decides all windows of a call at once (fw_apply).
+ * key's overrides applied, each with a counter of its own, named by the
+ * policy's name and the window's period (fw_identity_init_window); an
+ * exempt key's call spends nothing.  The store decides all windows of a
+ * call at once (fw_apply).
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -31,11 +32,12 @@
  * calls fail.
  */
 static void
-fw_call_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id)
+fw_call_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id,
+			 bool within_capacity)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fw_limit_cost(&call->limits[i], phase_id, cost, phase, !call->named);
+	fw_limit_cost(&call->limits[i], phase_id, cost, phase, within_capacity);
 }
 
 /* The window of an inline call. */
@@ -46,13 +48,12 @@ fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 			   int32 cost, const int32 *capacity)
 {
 	call->mode = mode;
-	call->named = false;
 	call->n = 1;
 	call->shadow[0] = false;
 	fw_identity_init(&call->ids[0], name, name_len, key, key_len);
 	fw_prefetch(call);
 	fw_limit_define(&call->limits[0], rate, period, start, capacity);
-	fw_call_cost(call, 0, cost, start == NULL, &call->ids[0]);
+	fw_call_cost(call, 0, cost, start == NULL, &call->ids[0], true);
 }
 
 /*
@@ -73,19 +74,19 @@ fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
 	fw_identity_init(&phase_id, name, name_len, key, key_len);
 
 	call->mode = mode;
-	call->named = true;
 	call->n = policy.nwindows;
 	for (i = 0; i < policy.nwindows; i++)
 	{
 		const FwPolicyWindow *window = &policy.windows[i];
 
+		memcpy(call->period_ids[i], window->period_id, window->period_id_len);
 		fw_identity_init_window(&call->ids[i], name, name_len,
-								window->period_id, window->period_id_len,
-								key, key_len, call->names[i]);
+								call->period_ids[i], window->period_id_len,
+								key, key_len);
 		call->limits[i] = window->limit;
 		call->periods[i] = window->period;
 		call->shadow[i] = window->shadow;
-		fw_call_cost(call, i, cost, window->phase, &phase_id);
+		fw_call_cost(call, i, cost, window->phase, &phase_id, false);
 		/* an exempt key's calls are judged, and spend nothing */
 		if (exempt)
 			call->limits[i].cost = 0;

@@ -11,6 +11,7 @@
 #ifndef FW_CALL_H
 #define FW_CALL_H
 
+#include "decide.h"
 #include "policy.h"
 
 extern void fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,

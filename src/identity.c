@@ -32,34 +32,56 @@ fw_check_length(const char *what, int len, int max_bytes)
 }
 
 /*
- * The identity of the counter (name, key) of this database, its lengths
- * already checked.
+ * The identity of an inline call's counter (name, key) of this database,
+ * its lengths already checked.
  */
 void
 fw_identity_init(FwIdentity *id, const char *name, int name_len,
 				 const char *key, int key_len)
 {
-	fw_identity_init_db(id, MyDatabaseId, name, name_len, key, key_len);
-}
-
-/* The same for a counter of any database. */
-void
-fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
-					const char *key, int key_len)
-{
-	id->name = name;
-	id->name_len = name_len;
-	id->key = key;
-	id->key_len = key_len;
-	id->dbid = dbid;
-	id->hash = hash_combine(hash_bytes_uint32(id->dbid),
-							hash_combine(hash_bytes((const unsigned char *) name, name_len),
-										 hash_bytes((const unsigned char *) key, key_len)));
+	fw_identity_init_db(id, MyDatabaseId, name, name_len, "", 0, key, key_len);
 }
 
 /*
- * The 64-bit hash of a limit name and key: the phase of start => NULL, and
- * the key lock of the table backend.  Stable for a given server build.
+ * The identity of the counter of one window of a policy of this database:
+ * the policy's name, the window's period identifier and the key.  The
+ * strings must live as long as id.
+ */
+void
+fw_identity_init_window(FwIdentity *id, const char *name, int name_len,
+						const char *period_id, int period_id_len,
+						const char *key, int key_len)
+{
+	fw_identity_init_db(id, MyDatabaseId, name, name_len, period_id, period_id_len,
+						key, key_len);
+}
+
+/* The identity of a counter of any database. */
+void
+fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
+					const char *period_id, int period_id_len,
+					const char *key, int key_len)
+{
+	uint32		hash;
+
+	id->dbid = dbid;
+	id->name = name;
+	id->name_len = name_len;
+	id->period_id = period_id;
+	id->period_id_len = period_id_len;
+	id->key = key;
+	id->key_len = key_len;
+	hash = hash_bytes((const unsigned char *) name, name_len);
+	if (period_id_len > 0)
+		hash = hash_combine(hash, hash_bytes((const unsigned char *) period_id, period_id_len));
+	id->hash = hash_combine(hash_bytes_uint32(dbid),
+							hash_combine(hash, hash_bytes((const unsigned char *) key, key_len)));
+}
+
+/*
+ * The 64-bit hash of a limit's or policy's name and key, whatever the
+ * window: the phase of start => NULL, and the key lock of the table backend.
+ * Stable for a given server build.
  */
 uint64
 fw_identity_hash64(const FwIdentity *id)
@@ -72,7 +94,7 @@ fw_identity_hash64(const FwIdentity *id)
 /*
  * Check the parameters of a limit that do not depend on the call into
  * *limit: rate, period, start (NULL: the phase of each key, set by
- * fw_limit_cost) and capacity (NULL: the rate).  *start_null records which.
+ * fw_limit_cost) and capacity (NULL: the rate).
  */
 void
 fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
@@ -231,107 +253,4 @@ fw_period_id(const FwPeriod *period, char *buf)
 	}
 	Assert(len < FW_MAX_PERIOD_ID);
 	return len;
-}
-
-/*
- * The identity of the counter of one window of a policy: its name is the
- * policy's name, a zero byte and the period's identifier.  No text holds a
- * zero byte, so it is never the name of an inline call's counter; the
- * stores keep it like any name, and fw_split_counter_name takes it apart.
- * buf holds FW_MAX_COUNTER_NAME bytes and must live as long as id.
- */
-void
-fw_identity_init_window(FwIdentity *id, const char *name, int name_len,
-						const char *period_id, int period_id_len,
-						const char *key, int key_len, char *buf)
-{
-	memcpy(buf, name, name_len);
-	buf[name_len] = '\0';
-	memcpy(buf + name_len + 1, period_id, period_id_len);
-	fw_identity_init(id, buf, name_len + 1 + period_id_len, key, key_len);
-}
-
-/* The limit name and period identifier ("" for an inline call's) of a counter's name. */
-void
-fw_split_counter_name(const char *name, int len, int *name_len,
-					  const char **period_id, int *period_id_len)
-{
-	const char *zero = memchr(name, '\0', len);
-
-	*name_len = zero ? (int) (zero - name) : len;
-	*period_id = zero ? zero + 1 : name + len;
-	*period_id_len = len - *name_len - (zero ? 1 : 0);
-}
-
-/*
- * Decide a call on the states of its counters (NULL for a counter that does
- * not exist), read under the stores' locks at time now: every window alone,
- * then settled all or nothing (fw_settle); or, for a refund, each window's
- * counter on its own, the call answering with the fewest tokens held by an
- * enforced window.
- */
-FwApplyResult
-fw_call_decide(const FwCall *call, FwState *const *states, int64 now,
-			   FwOutcome *outcome)
-{
-	int			i;
-
-	for (i = 0; i < call->n; i++)
-	{
-		FwStatus	status;
-
-		if (call->mode == FW_MODE_REFUND)
-			status = fw_refund(&call->limits[i], states[i], now,
-							   &outcome->decisions[i], &outcome->spend[i]);
-		else
-			status = fw_decide(&call->limits[i], states[i], now, &outcome->decisions[i]);
-		if (status != FW_STATUS_OK)
-			return FW_APPLY_OUT_OF_RANGE;
-	}
-
-	if (call->mode != FW_MODE_REFUND)
-	{
-		fw_settle(call->limits, call->shadow, call->n, outcome->decisions,
-				  outcome->spend, &outcome->verdict);
-		for (i = 0; i < call->n; i++)
-			outcome->create[i] = (states[i] == NULL &&
-								  (outcome->spend[i] || !outcome->decisions[i].ok));
-		if (call->mode == FW_MODE_CHECK)
-			memset(outcome->spend, 0, sizeof(outcome->spend));
-		return FW_APPLY_OK;
-	}
-
-	memset(outcome->create, 0, sizeof(outcome->create));
-	memset(&outcome->verdict, 0, sizeof(FwVerdict));
-	outcome->verdict.ok = true;
-	outcome->verdict.deciding = 0;
-	for (i = 1; i < call->n; i++)
-	{
-		int			best = outcome->verdict.deciding;
-
-		if (call->shadow[i] && !call->shadow[best])
-			continue;
-		if ((call->shadow[best] && !call->shadow[i]) ||
-			outcome->decisions[i].remaining < outcome->decisions[best].remaining)
-			outcome->verdict.deciding = i;
-	}
-	return FW_APPLY_OK;
-}
-
-/*
- * A denied call whose counters could not be created (no room, and
- * fixed_window.fail_open on) promises no retry time: at any later time its
- * key would be new again, and judged the same.
- */
-void
-fw_outcome_no_promise(const FwCall *call, FwOutcome *outcome)
-{
-	int			i;
-
-	if (outcome->verdict.ok)
-		return;
-	outcome->verdict.retry_after = FW_RETRY_NEVER;
-	for (i = 0; i < call->n; i++)
-		if (outcome->create[i] && !outcome->decisions[i].ok)
-			outcome->decisions[i].retry_after = FW_RETRY_NEVER;
 }

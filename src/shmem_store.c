@@ -104,6 +104,13 @@
 #define FW_MAX_COUNTERS		100000000
 #define FW_DEFAULT_COUNTERS	100000
 
+/*
+ * A counter's name as stored here and in the dump file: its limit's or
+ * policy's name and, for a policy's window, a zero byte and the period's
+ * identifier (no text holds a zero byte, so the two kinds never meet).
+ */
+#define FW_MAX_STORED_NAME	(FW_MAX_NAME_BYTES + 1 + FW_MAX_PERIOD_ID)
+
 #if defined(__GNUC__) || defined(__clang__)
 #define FW_PREFETCH(addr)	__builtin_prefetch(addr)
 #else
@@ -125,7 +132,7 @@ typedef struct FwCounter
 	uint16		role;			/* its entry of roles[]: the creating session's
 								 * login role */
 	FwCounterData data;
-	char		text[FLEXIBLE_ARRAY_MEMBER];	/* name, then key */
+	char		text[FLEXIBLE_ARRAY_MEMBER];	/* stored name, then key */
 } FwCounter;
 
 #define FW_INLINE_TEXT		(FW_SLOT_SIZE - offsetof(FwCounter, text))
@@ -538,39 +545,71 @@ typedef enum FwTextOp
 	FW_TEXT_LOAD				/* copy it, name then key, into a buffer */
 } FwTextOp;
 
+/* The length of id's name as stored (FW_MAX_STORED_NAME). */
+static inline int
+fw_stored_name_len(const FwIdentity *id)
+{
+	return id->name_len + (id->period_id_len > 0 ? 1 + id->period_id_len : 0);
+}
+
 /*
- * Copy "len" bytes of the identity's text (name then key), from "offset" of
- * that text, to dst; or, when compare is true, compare them with dst and
- * return whether they are equal.
+ * Copy "len" bytes of the identity's text (stored name then key), from
+ * "offset" of that text, to dst; or, when compare is true, compare them
+ * with dst and return whether they are equal.
  */
 static bool
 fw_identity_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare)
 {
+	const char *parts[4];
+	int			lens[4];
+	int			nparts = 0;
+	int			part = 0;
+
+	parts[nparts] = id->name;
+	lens[nparts++] = id->name_len;
+	if (id->period_id_len > 0)
+	{
+		parts[nparts] = "";		/* its terminating zero byte */
+		lens[nparts++] = 1;
+		parts[nparts] = id->period_id;
+		lens[nparts++] = id->period_id_len;
+	}
+	parts[nparts] = id->key;
+	lens[nparts++] = id->key_len;
+
+	/* the part that holds offset */
+	while (part < nparts - 1 && offset >= lens[part])
+		offset -= lens[part++];
 	while (len > 0)
 	{
-		const char *src;
-		int			avail;
+		int			avail = Min(lens[part] - offset, len);
 
-		if (offset < id->name_len)
-		{
-			src = id->name + offset;
-			avail = id->name_len - offset;
-		}
-		else
-		{
-			src = id->key + (offset - id->name_len);
-			avail = id->key_len - (offset - id->name_len);
-		}
-		avail = Min(avail, len);
 		if (!compare)
-			memcpy(dst, src, avail);
-		else if (memcmp(dst, src, avail) != 0)
+			memcpy(dst, parts[part] + offset, avail);
+		else if (memcmp(dst, parts[part] + offset, avail) != 0)
 			return false;
 		dst += avail;
-		offset += avail;
 		len -= avail;
+		offset = 0;
+		part++;
 	}
 	return true;
+}
+
+/*
+ * A stored name as an identity's name and period identifier (see
+ * FW_MAX_STORED_NAME).
+ */
+static void
+fw_split_stored_name(const char *stored, int len, const char **name, int *name_len,
+					 const char **period_id, int *period_id_len)
+{
+	const char *zero = memchr(stored, '\0', len);
+
+	*name = stored;
+	*name_len = zero ? (int) (zero - stored) : len;
+	*period_id = zero ? zero + 1 : stored + len;
+	*period_id_len = len - *name_len - (zero ? 1 : 0);
 }
 
 /*
@@ -622,7 +661,7 @@ fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
 
 		if (counter->hash == id->hash &&
 			counter->dbid == id->dbid &&
-			counter->name_len == id->name_len &&
+			counter->name_len == fw_stored_name_len(id) &&
 			counter->key_len == id->key_len &&
 			fw_counter_text(counter, FW_TEXT_COMPARE, id, NULL))
 			return slot;
@@ -642,7 +681,7 @@ fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *s
 	FwApplyResult result;
 	FwCounter  *counter;
 
-	result = fw_alloc_slots(fw_slots_needed(id->name_len + id->key_len), owners, true,
+	result = fw_alloc_slots(fw_slots_needed(fw_stored_name_len(id) + id->key_len), owners, true,
 							slot, moved);
 	if (result != FW_APPLY_OK || *moved)
 		return result;
@@ -650,7 +689,7 @@ fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *s
 	counter->overflow = fw_slots[*slot].overflow.next;
 	counter->hash = id->hash;
 	counter->dbid = id->dbid;
-	counter->name_len = (uint16) id->name_len;
+	counter->name_len = (uint16) fw_stored_name_len(id);
 	counter->key_len = (uint16) id->key_len;
 	counter->database = (uint16) owners->database;
 	counter->role = (uint16) owners->role;
@@ -715,7 +754,7 @@ fw_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
  * Apply one call to its counters: lock the partitions of all of them, in
  * ascending order, so that calls sharing counters are totally ordered and
  * never deadlock; decide the call on the states found (none for a new key)
- * at the time read under the locks (fw_call_decide); and write the states
+ * at the time read under the locks (fw_decide_call); and write the states
  * of the counters that spend, creating those the call creates (FwOutcome).
  * Either every counter that changes is written or none is: new counters are
  * created first, and taken out again if one finds no room.  A check
@@ -760,7 +799,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 		}
 	}
 
-	result = fw_call_decide(call, found, fw_clock_now(), outcome);
+	result = fw_decide_call(call, found, fw_clock_now(), outcome);
 
 	/* the counters a spending call creates (see FwOutcome) */
 	for (i = 0; result == FW_APPLY_OK && i < call->n; i++)
@@ -770,7 +809,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 		if (call->mode == FW_MODE_CHECK)
 		{
 			/* fw_limit would create it */
-			needed += fw_slots_needed(call->ids[i].name_len + call->ids[i].key_len);
+			needed += fw_slots_needed(fw_stored_name_len(&call->ids[i]) + call->ids[i].key_len);
 			continue;
 		}
 		result = fw_insert(buckets[i], &call->ids[i], owners, &slots[i], moved);
@@ -896,8 +935,8 @@ fw_counter_view(FwCounter *counter, FwCounterView *view)
 {
 	char	   *text = fw_counter_copy_text(counter);
 
-	view->name = text;
-	view->name_len = counter->name_len;
+	fw_split_stored_name(text, counter->name_len, &view->name, &view->name_len,
+						 &view->period_id, &view->period_id_len);
 	view->key = text + counter->name_len;
 	view->key_len = counter->key_len;
 	view->data = counter->data;
@@ -1230,7 +1269,7 @@ fw_dump_visit(FwCounter *counter, void *arg)
 {
 	FwDump	   *dump = (FwDump *) arg;
 	FwDumpRecord record;
-	char		text[FW_MAX_COUNTER_NAME + FW_MAX_KEY_BYTES];
+	char		text[FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES];
 
 	dump->count++;
 	if (dump->file == NULL)
@@ -1366,6 +1405,10 @@ fw_shmem_load(void)
 	{
 		FwDumpRecord record;
 		FwIdentity	id;
+		const char *name;
+		int			name_len;
+		const char *period_id;
+		int			period_id_len;
 		uint32		slot;
 		FwOwners	owners;
 		FwApplyResult result;
@@ -1375,12 +1418,13 @@ fw_shmem_load(void)
 			goto bad_file;
 		memcpy(&record, p, sizeof(record));
 		p += sizeof(record);
-		if (record.name_len < 0 || record.name_len > FW_MAX_COUNTER_NAME ||
+		if (record.name_len < 0 || record.name_len > FW_MAX_STORED_NAME ||
 			record.key_len < 0 || record.key_len > FW_MAX_KEY_BYTES ||
 			end - p < record.name_len + record.key_len)
 			goto bad_file;
 
-		fw_identity_init_db(&id, record.dbid, p, record.name_len,
+		fw_split_stored_name(p, record.name_len, &name, &name_len, &period_id, &period_id_len);
+		fw_identity_init_db(&id, record.dbid, name, name_len, period_id, period_id_len,
 							p + record.name_len, record.key_len);
 		p += record.name_len + record.key_len;
 

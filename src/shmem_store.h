@@ -10,7 +10,7 @@
 #ifndef FW_SHMEM_STORE_H
 #define FW_SHMEM_STORE_H
 
-#include "identity.h"
+#include "decide.h"
 
 /* How full the table was when a call found no room, for its error. */
 typedef struct FwShmemUsage

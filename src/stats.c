@@ -229,14 +229,10 @@ fw_stats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict
 {
 	FwStatsKey	key;
 	FwStatsEntry *entry;
-	int			name_len;
-	const char *period_id;
-	int			period_id_len;
 
 	if (fw_stats == NULL)
 		return;
-	fw_split_counter_name(id->name, id->name_len, &name_len, &period_id, &period_id_len);
-	fw_stats_key_init(&key, id->dbid, id->name, name_len);
+	fw_stats_key_init(&key, id->dbid, id->name, id->name_len);
 
 	LWLockAcquire(fw_stats->lock, LW_SHARED);
 	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);

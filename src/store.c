@@ -114,7 +114,7 @@ fw_apply(const FwCall *call, FwOutcome *outcome)
 		 * allowed, and not counted.  A denied call stays denied, but without
 		 * its counters no later time covers its cost: it promises none.
 		 */
-		fw_outcome_no_promise(call, outcome);
+		fw_decide_no_promise(call, outcome);
 		if (TimestampDifferenceExceeds(last_warning, now, FW_FAIL_OPEN_WARNING_MS))
 		{
 			ereport(WARNING,

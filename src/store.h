@@ -10,7 +10,7 @@
 #ifndef FW_STORE_H
 #define FW_STORE_H
 
-#include "identity.h"
+#include "decide.h"
 
 extern bool fw_use_shmem(void);
 extern void fw_prefetch(const FwCall *call);

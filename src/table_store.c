@@ -242,16 +242,9 @@ fw_key_locktag(LOCKTAG *tag, uint64 hash64, uint16 field4)
 static void
 fw_lock_policy_key(const FwCall *call)
 {
-	FwIdentity	plain;
-	int			name_len;
-	const char *period_id;
-	int			period_id_len;
 	LOCKTAG		tag;
 
-	fw_split_counter_name(call->ids[0].name, call->ids[0].name_len, &name_len,
-						  &period_id, &period_id_len);
-	fw_identity_init(&plain, call->ids[0].name, name_len, call->ids[0].key, call->ids[0].key_len);
-	fw_key_locktag(&tag, fw_identity_hash64(&plain), FW_LOCKTAG_KEY);
+	fw_key_locktag(&tag, fw_identity_hash64(&call->ids[0]), FW_LOCKTAG_KEY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -266,20 +259,16 @@ typedef struct FwRowKey
 static void
 fw_row_key_init(FwRowKey *rk, const FwIdentity *id, int natts)
 {
-	int			name_len;
-	const char *period_id;
-	int			period_id_len;
 	int			i;
 
-	fw_split_counter_name(id->name, id->name_len, &name_len, &period_id, &period_id_len);
-	if (natts != FW_TABLE_NATTS && period_id_len > 0)
+	if (natts != FW_TABLE_NATTS && id->period_id_len > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the counter table of fixed_window has no room for policies"),
 				 errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE.")));
-	rk->values[0] = PointerGetDatum(cstring_to_text_with_len(id->name, name_len));
+	rk->values[0] = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
 	rk->values[1] = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
-	rk->values[2] = PointerGetDatum(cstring_to_text_with_len(period_id, period_id_len));
+	rk->values[2] = PointerGetDatum(cstring_to_text_with_len(id->period_id, id->period_id_len));
 	rk->nkeys = (natts == FW_TABLE_NATTS) ? 3 : 2;
 	/* the index's columns, numbered from 1 */
 	for (i = 0; i < rk->nkeys; i++)
@@ -694,7 +683,7 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 			}
 		}
 
-		result = fw_call_decide(call, states, fw_clock_now(), outcome);
+		result = fw_decide_call(call, states, fw_clock_now(), outcome);
 		written = (result != FW_APPLY_OK || !writes ||
 				   fw_table_write_all(&table, call, rows, outcome));
 
@@ -745,10 +734,6 @@ fw_table_foreach(FwCounterVisitor visitor, void *arg)
 	{
 		text	   *name;
 		text	   *key;
-		text	   *period_id = NULL;
-		int			name_len;
-		int			period_id_len = 0;
-		char	   *counter_name;
 		FwCounterView view;
 
 		CHECK_FOR_INTERRUPTS();
@@ -756,23 +741,16 @@ fw_table_foreach(FwCounterVisitor visitor, void *arg)
 		slot_getallattrs(slot);
 		name = DatumGetTextPP(slot->tts_values[COL_NAME]);
 		key = DatumGetTextPP(slot->tts_values[COL_KEY]);
-		name_len = VARSIZE_ANY_EXHDR(name);
+		view.name = VARDATA_ANY(name);
+		view.name_len = VARSIZE_ANY_EXHDR(name);
+		view.period_id = "";
+		view.period_id_len = 0;
 		if (table.natts == FW_TABLE_NATTS)
 		{
-			period_id = DatumGetTextPP(slot->tts_values[COL_PERIOD_ID]);
-			period_id_len = VARSIZE_ANY_EXHDR(period_id);
-		}
+			text	   *period_id = DatumGetTextPP(slot->tts_values[COL_PERIOD_ID]);
 
-		/* the counter's name as in shared memory: a policy's has its period */
-		counter_name = palloc(name_len + 1 + period_id_len);
-		memcpy(counter_name, VARDATA_ANY(name), name_len);
-		view.name = counter_name;
-		view.name_len = name_len;
-		if (period_id_len > 0)
-		{
-			counter_name[name_len] = '\0';
-			memcpy(counter_name + name_len + 1, VARDATA_ANY(period_id), period_id_len);
-			view.name_len = name_len + 1 + period_id_len;
+			view.period_id = VARDATA_ANY(period_id);
+			view.period_id_len = VARSIZE_ANY_EXHDR(period_id);
 		}
 		view.key = VARDATA_ANY(key);
 		view.key_len = VARSIZE_ANY_EXHDR(key);

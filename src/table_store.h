@@ -10,7 +10,7 @@
 #ifndef FW_TABLE_STORE_H
 #define FW_TABLE_STORE_H
 
-#include "identity.h"
+#include "decide.h"
 
 extern FwApplyResult fw_table_apply(const FwCall *call, FwOutcome *outcome);
 extern bool fw_table_foreach(FwCounterVisitor visitor, void *arg);

@@ -67,8 +67,10 @@ sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
 sql/fixed_window_proxy--$(PROXYVERSION).sql: sql/fixed_window_proxy--1.0.sql $(PROXY_UPGRADES)
 	{ echo "/* fixed_window_proxy--$(PROXYVERSION).sql: built by make from $(notdir $^) */"; \
 	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
-sql/fixed_window--1.2.1--1.3.sql: sql/fixed_window--1.2.1--1.3.sql.in sql/fw_http--1.3.sql.in
-	cat $^ > $@
+# The most windows a policy has follows the C code's FW_MAX_WINDOWS.
+FW_MAX_WINDOWS = $(shell sed -n 's/^\#define FW_MAX_WINDOWS[[:space:]]*\([0-9]*\).*/\1/p' $(srcdir)/src/window.h)
+sql/fixed_window--1.2.1--1.3.sql: sql/fixed_window--1.2.1--1.3.sql.in sql/fw_http--1.3.sql.in src/window.h
+	cat $(filter %.in,$^) | sed 's/@FW_MAX_WINDOWS@/$(FW_MAX_WINDOWS)/g' > $@
 sql/fixed_window_proxy--1.0--1.1.sql: sql/fixed_window_proxy--1.0--1.1.sql.in sql/fw_http--1.3.sql.in
 	cat $^ > $@
 

@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
-# Checks that the C files of src/ include one another in layers only: a file
-# includes headers of lower layers (and its own header, and compat.h), never
-# of its own layer or above, so that there is no include cycle and the
-# stores and statistics, peers, know nothing of each other.
+# make check-layers: the one map of src/'s layers, and the rules it keeps.
+#
+#   - Layers: a file includes headers of lower layers (and its own header,
+#     and compat.h), never of its own layer or above, so that there is no
+#     include cycle and the stores and statistics, peers, know nothing of
+#     each other.
+#   - Names: a C function that SQL calls (PG_FUNCTION_INFO_V1) has the SQL
+#     function's name, or that name and a suffix for one of its argument
+#     lists, and is named by an install script; it alone starts with "fw_".
+#     Every other function starts with its file's prefix (see prefix below:
+#     fwwindow_, fwshmem_, ...), or, if static, with no "fw" prefix at all.
 set -euo pipefail
 cd "$(dirname "$0")/../src"
 
-# The layer of each file, bottom (0) to top.
+# The layer of each file, bottom (0) to top:
+#   0  compat.h, window: window and token arithmetic (pure, unit-tested)
+#   1  identity: counters' identities, hashes, validated limits;
+#      settings: settings and clock; catalog: the extension's relations
+#   2  decide: a call (FwCall) and its decision (FwOutcome)
+#   3  shmem_store, table_store, stats, policy: the stores, the statistics
+#      and the policies' cache, peers
+#   4  store: picks a store, counts statistics, reports failures
+#   5  call: builds a call, inline or from a policy with the key's overrides
+#   6  limit, admin, trigger, define: the SQL-callable functions;
+#      fixed_window: _PG_init and the hooks
 layer() {
     case "$1" in
         compat.h | window.h | window.c) echo 0 ;;
@@ -40,5 +57,39 @@ for file in *.c *.h; do
         fi
     done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$file")
 done
+# The prefix of the functions of each file.
+prefix() {
+    case "${1%.[ch]}" in
+        shmem_store) echo fwshmem_ ;;
+        table_store) echo fwtable_ ;;
+        fixed_window) echo fwinit_ ;;
+        *) echo "fw${1%.[ch]}_" ;;
+    esac
+}
+
+# The symbols the install scripts name: AS 'MODULE_PATHNAME', 'symbol'.
+sql_symbols=$(grep -ho "'MODULE_PATHNAME', *'[a-z0-9_]*'" ../sql/*.sql ../sql/*.sql.in |
+    sed "s/.*, *'\(.*\)'/\1/" | sort -u)
+names_bad=0
+for file in *.c *.h; do
+    mine=$(prefix "$file")
+    # functions defined here: the name at the start of a line, then "("
+    while IFS=: read -r line name; do
+        previous=$(sed -n "$((line - 1))p" "$file")
+        static=no
+        [[ $previous == static* || $file == *.h ]] && static=yes
+        if grep -q "PG_FUNCTION_INFO_V1($name)" "$file"; then
+            grep -qx "$name" <<<"$sql_symbols" || {
+                echo "src/$file: $name is SQL-callable but no install script names it"; names_bad=1; }
+        elif [[ $name == fw_* ]]; then
+            echo "src/$file:$line: $name starts with fw_, which is for SQL-callable functions; name it ${mine}..."
+            names_bad=1
+        elif [[ $name != "$mine"* && $name != _PG_* ]] && { [ $static = no ] || [[ $name == fw* ]]; }; then
+            echo "src/$file:$line: $name should start with $mine"
+            names_bad=1
+        fi
+    done < <(grep -no '^[a-z_][a-z0-9_]*(' "$file" | sed 's/($//')
+done
+[ $names_bad -eq 0 ] && echo "names: SQL-callable functions are named by SQL, every other by its file"
 [ $bad -eq 0 ] && echo "include layers: every include among src/ files points down"
-exit $bad
+[ $bad -eq 0 ] && [ $names_bad -eq 0 ]

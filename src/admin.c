@@ -47,7 +47,7 @@ PG_FUNCTION_INFO_V1(fw_displayable);
 #define FW_STATS_COLS		7
 
 static bool
-fw_sees_all_keys(void)
+fwadmin_sees_all_keys(void)
 {
 	return superuser() || has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 }
@@ -58,7 +58,7 @@ fw_sees_all_keys(void)
 Datum
 fw_may_see_key(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(PG_GETARG_OID(0) == GetUserId() || fw_sees_all_keys());
+	PG_RETURN_BOOL(PG_GETARG_OID(0) == GetUserId() || fwadmin_sees_all_keys());
 }
 
 /*
@@ -69,7 +69,7 @@ fw_may_see_key(PG_FUNCTION_ARGS)
 Datum
 fw_displayable(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TIMESTAMPTZ(fw_displayable_time(PG_GETARG_TIMESTAMPTZ(0)));
+	PG_RETURN_TIMESTAMPTZ(fwsettings_displayable_time(PG_GETARG_TIMESTAMPTZ(0)));
 }
 
 typedef struct FwCountersScan
@@ -80,7 +80,7 @@ typedef struct FwCountersScan
 } FwCountersScan;
 
 static bool
-fw_collect_counter(const FwCounterView *counter, void *arg)
+fwadmin_collect_counter(const FwCounterView *counter, void *arg)
 {
 	FwCountersScan *scan = (FwCountersScan *) arg;
 	Datum		values[FW_COUNTERS_COLS];
@@ -91,8 +91,8 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 		values[1] = PointerGetDatum(cstring_to_text_with_len(counter->key, counter->key_len));
 	else
 		nulls[1] = true;
-	values[2] = TimestampTzGetDatum(fw_displayable_time(counter->data.window_start));
-	values[3] = TimestampTzGetDatum(fw_displayable_time(counter->data.window_end));
+	values[2] = TimestampTzGetDatum(fwsettings_displayable_time(counter->data.window_start));
+	values[3] = TimestampTzGetDatum(fwsettings_displayable_time(counter->data.window_end));
 	values[4] = Int32GetDatum(counter->data.tokens);
 	values[5] = Int32GetDatum(counter->data.rate);
 	values[6] = Int32GetDatum(counter->data.capacity);
@@ -105,16 +105,16 @@ fw_collect_counter(const FwCounterView *counter, void *arg)
 	return false;
 }
 
-/* Set up the result of a function listing counters, as fw_collect_counter fills it. */
+/* Set up the result of a function listing counters, as fwadmin_collect_counter fills it. */
 static void
-fw_begin_counters_scan(FunctionCallInfo fcinfo, FwCountersScan *scan)
+fwadmin_begin_counters_scan(FunctionCallInfo fcinfo, FwCountersScan *scan)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-	fw_init_materialized_srf(fcinfo);
+	fwcompat_init_materialized_srf(fcinfo);
 	scan->store = rsinfo->setResult;
 	scan->tupdesc = rsinfo->setDesc;
-	scan->all_keys = fw_sees_all_keys();
+	scan->all_keys = fwadmin_sees_all_keys();
 }
 
 /*
@@ -131,8 +131,8 @@ fw_shmem_counters(PG_FUNCTION_ARGS)
 {
 	FwCountersScan scan;
 
-	fw_begin_counters_scan(fcinfo, &scan);
-	fw_shmem_foreach(fw_collect_counter, &scan, false);
+	fwadmin_begin_counters_scan(fcinfo, &scan);
+	fwshmem_foreach(fwadmin_collect_counter, &scan, false);
 	return (Datum) 0;
 }
 
@@ -152,12 +152,12 @@ fw_table_counters(PG_FUNCTION_ARGS)
 {
 	FwCountersScan scan;
 
-	fw_begin_counters_scan(fcinfo, &scan);
-	if (!fw_table_foreach(fw_collect_counter, &scan))
+	fwadmin_begin_counters_scan(fcinfo, &scan);
+	if (!fwtable_foreach(fwadmin_collect_counter, &scan))
 		ereport(NOTICE,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("the counters of fixed_window's table are not readable on a standby"),
-				 errdetail("The table fw_counter is unlogged: a standby holds none of its rows. This server's shared-memory counters are listed.")));
+				errmsg("the counters of fixed_window's table are not readable on a standby"),
+				errdetail("The table fw_counter is unlogged: a standby holds none of its rows. This server's shared-memory counters are listed.")));
 	return (Datum) 0;
 }
 
@@ -170,7 +170,7 @@ typedef struct FwResetScan
 
 /* A counter of the name: an inline call's, or of a window of the policy. */
 static bool
-fw_match_name(const FwCounterView *counter, void *arg)
+fwadmin_match_name(const FwCounterView *counter, void *arg)
 {
 	FwResetScan *scan = (FwResetScan *) arg;
 
@@ -197,7 +197,7 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", "name")));
+				errmsg("argument \"%s\" must not be null", "name")));
 	name = PG_GETARG_TEXT_PP(0);
 
 	if (!PG_ARGISNULL(1))
@@ -208,19 +208,19 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 		int64		removed;
 		int			i;
 
-		fw_identity_init(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-						 VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-		removed = fw_shmem_remove(&id) ? 1 : 0;
+		fwidentity_init(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
+						VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+		removed = fwshmem_remove(&id) ? 1 : 0;
 		policy.nwindows = 0;
 		if (VARSIZE_ANY_EXHDR(name) <= FW_MAX_NAME_BYTES)
-			(void) fw_policy_lookup(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0, &policy);
+			(void) fwpolicy_lookup(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0, &policy);
 		for (i = 0; i < policy.nwindows; i++)
 		{
-			fw_identity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-									policy.windows[i].period_id,
-									policy.windows[i].period_id_len,
-									VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-			removed += fw_shmem_remove(&id) ? 1 : 0;
+			fwidentity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
+								   policy.windows[i].period_id,
+								   policy.windows[i].period_id_len,
+								   VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+			removed += fwshmem_remove(&id) ? 1 : 0;
 		}
 		PG_RETURN_INT64(removed);
 	}
@@ -228,12 +228,12 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	scan.name = VARDATA_ANY(name);
 	scan.name_len = VARSIZE_ANY_EXHDR(name);
 	scan.removed = 0;
-	fw_shmem_foreach(fw_match_name, &scan, true);
+	fwshmem_foreach(fwadmin_match_name, &scan, true);
 	PG_RETURN_INT64(scan.removed);
 }
 
 static void
-fw_collect_stats(const FwStatsView *stats, void *arg)
+fwadmin_collect_stats(const FwStatsView *stats, void *arg)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
 	Datum		values[FW_STATS_COLS];
@@ -264,8 +264,8 @@ fw_collect_stats(const FwStatsView *stats, void *arg)
 Datum
 fw_shmem_stats(PG_FUNCTION_ARGS)
 {
-	fw_init_materialized_srf(fcinfo);
-	fw_stats_foreach(MyDatabaseId, fw_collect_stats, fcinfo->resultinfo);
+	fwcompat_init_materialized_srf(fcinfo);
+	fwstats_foreach(MyDatabaseId, fwadmin_collect_stats, fcinfo->resultinfo);
 	return (Datum) 0;
 }
 
@@ -278,7 +278,7 @@ fw_shmem_stats(PG_FUNCTION_ARGS)
 Datum
 fw_shmem_stats_reset(PG_FUNCTION_ARGS)
 {
-	fw_stats_forget_database(MyDatabaseId);
+	fwstats_forget_database(MyDatabaseId);
 	PG_RETURN_VOID();
 }
 
@@ -292,7 +292,7 @@ fw_shmem_stats_reset(PG_FUNCTION_ARGS)
 Datum
 fw_storage_in_use(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(fw_use_shmem() ? "shmem" : "table"));
+	PG_RETURN_TEXT_P(cstring_to_text(fwstore_use_shmem() ? "shmem" : "table"));
 }
 
 /*
@@ -303,5 +303,5 @@ fw_storage_in_use(PG_FUNCTION_ARGS)
 Datum
 fw_now(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TIMESTAMPTZ(fw_clock_now());
+	PG_RETURN_TIMESTAMPTZ(fwsettings_clock_now());
 }

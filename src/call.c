@@ -7,9 +7,9 @@
  * An inline call has one window, whose counter is named by the limit's
  * name.  A named call has one window per window of its policy, with the
  * key's overrides applied, each with a counter of its own, named by the
- * policy's name and the window's period (fw_identity_init_window); an
+ * policy's name and the window's period (fwidentity_init_window); an
  * exempt key's call spends nothing.  The store decides all windows of a
- * call at once (fw_apply).
+ * call at once (fwstore_apply).
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -32,28 +32,28 @@
  * calls fail.
  */
 static void
-fw_call_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id,
-			 bool within_capacity)
+fwcall_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id,
+			bool within_capacity)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fw_limit_cost(&call->limits[i], phase_id, cost, phase, within_capacity);
+	fwidentity_limit_cost(&call->limits[i], phase_id, cost, phase, within_capacity);
 }
 
 /* The window of an inline call. */
 void
-fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
-			   const char *key, int key_len, int32 rate,
-			   const Interval *period, const TimestampTz *start,
-			   int32 cost, const int32 *capacity)
+fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_len,
+			  const char *key, int key_len, int32 rate,
+			  const Interval *period, const TimestampTz *start,
+			  int32 cost, const int32 *capacity)
 {
 	call->mode = mode;
 	call->n = 1;
 	call->shadow[0] = false;
-	fw_identity_init(&call->ids[0], name, name_len, key, key_len);
-	fw_prefetch(call);
-	fw_limit_define(&call->limits[0], rate, period, start, capacity);
-	fw_call_cost(call, 0, cost, start == NULL, &call->ids[0], true);
+	fwidentity_init(&call->ids[0], name, name_len, key, key_len);
+	fwstore_prefetch(call);
+	fwidentity_define_limit(&call->limits[0], rate, period, start, capacity);
+	fwcall_cost(call, 0, cost, start == NULL, &call->ids[0], true);
 }
 
 /*
@@ -61,17 +61,17 @@ fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
  * overrides.  The call owns a copy of everything it uses of the policy.
  */
 void
-fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
-			  const char *key, int key_len, int32 cost)
+fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
+			 const char *key, int key_len, int32 cost)
 {
 	FwPolicyKey policy;
 	FwIdentity	phase_id;
 	bool		exempt;
 	int			i;
 
-	fw_policy_get(name, name_len, key, key_len, &policy);
+	fwpolicy_get(name, name_len, key, key_len, &policy);
 	exempt = (policy.exempt && mode != FW_MODE_REFUND);
-	fw_identity_init(&phase_id, name, name_len, key, key_len);
+	fwidentity_init(&phase_id, name, name_len, key, key_len);
 
 	call->mode = mode;
 	call->n = policy.nwindows;
@@ -80,18 +80,18 @@ fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
 		const FwPolicyWindow *window = &policy.windows[i];
 
 		memcpy(call->period_ids[i], window->period_id, window->period_id_len);
-		fw_identity_init_window(&call->ids[i], name, name_len,
-								call->period_ids[i], window->period_id_len,
-								key, key_len);
+		fwidentity_init_window(&call->ids[i], name, name_len,
+							   call->period_ids[i], window->period_id_len,
+							   key, key_len);
 		call->limits[i] = window->limit;
 		call->periods[i] = window->period;
 		call->shadow[i] = window->shadow;
-		fw_call_cost(call, i, cost, window->phase, &phase_id, false);
+		fwcall_cost(call, i, cost, window->phase, &phase_id, false);
 		/* an exempt key's calls are judged, and spend nothing */
 		if (exempt)
 			call->limits[i].cost = 0;
 	}
-	fw_prefetch(call);
+	fwstore_prefetch(call);
 }
 
 /*
@@ -99,7 +99,7 @@ fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
  * and the tokens and time left of its most restrictive window.
  */
 void
-fw_call_answer(const FwCall *call, const FwOutcome *outcome, FwDecision *answer)
+fwcall_answer(const FwCall *call, const FwOutcome *outcome, FwDecision *answer)
 {
 	*answer = outcome->decisions[outcome->verdict.deciding];
 	answer->ok = outcome->verdict.ok;

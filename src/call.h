@@ -14,13 +14,13 @@
 #include "decide.h"
 #include "policy.h"
 
-extern void fw_call_inline(FwCall *call, FwMode mode, const char *name, int name_len,
-						   const char *key, int key_len, int32 rate,
-						   const Interval *period, const TimestampTz *start,
-						   int32 cost, const int32 *capacity);
-extern void fw_call_named(FwCall *call, FwMode mode, const char *name, int name_len,
-						  const char *key, int key_len, int32 cost);
-extern void fw_call_answer(const FwCall *call, const FwOutcome *outcome,
-						   FwDecision *answer);
+extern void fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_len,
+						  const char *key, int key_len, int32 rate,
+						  const Interval *period, const TimestampTz *start,
+						  int32 cost, const int32 *capacity);
+extern void fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
+						 const char *key, int key_len, int32 cost);
+extern void fwcall_answer(const FwCall *call, const FwOutcome *outcome,
+						  FwDecision *answer);
 
 #endif							/* FW_CALL_H */

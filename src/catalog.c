@@ -50,7 +50,7 @@ get_extension_schema(Oid extension)
 
 /* The schema of fixed_window in this database, or InvalidOid if not installed. */
 Oid
-fw_extension_schema(void)
+fwcatalog_extension_schema(void)
 {
 	Oid			extension = get_extension_oid("fixed_window", true);
 
@@ -66,8 +66,8 @@ fw_extension_schema(void)
  * receiving entries once marked dead.  The caller looks them up again.
  */
 bool
-fw_open_table_and_key(Oid relid, const char *relname, Oid indexid, const char *indexname,
-					  LOCKMODE lockmode, Relation *rel, Relation *index)
+fwcatalog_open_table_and_key(Oid relid, const char *relname, Oid indexid, const char *indexname,
+							 LOCKMODE lockmode, Relation *rel, Relation *index)
 {
 	*rel = try_relation_open(relid, lockmode);
 	*index = NULL;

@@ -13,9 +13,9 @@
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
-extern Oid	fw_extension_schema(void);
-extern bool fw_open_table_and_key(Oid relid, const char *relname, Oid indexid,
-								  const char *indexname, LOCKMODE lockmode,
-								  Relation *rel, Relation *index);
+extern Oid	fwcatalog_extension_schema(void);
+extern bool fwcatalog_open_table_and_key(Oid relid, const char *relname, Oid indexid,
+										 const char *indexname, LOCKMODE lockmode,
+										 Relation *rel, Relation *index);
 
 #endif							/* FW_CATALOG_H */

@@ -52,7 +52,7 @@ extern void _PG_init(void);
 
 /* Memory for a check hook's "extra": guc_malloc from 16 on. */
 static inline void *
-fw_guc_malloc(size_t size)
+fwcompat_guc_malloc(size_t size)
 {
 #if PG_VERSION_NUM >= 160000
 	return guc_malloc(LOG, size);
@@ -63,8 +63,8 @@ fw_guc_malloc(size_t size)
 
 /* DecodeDateTime takes an extra error argument from 16 on. */
 static inline int
-fw_decode_datetime(char **field, int *ftype, int nf, int *dtype,
-				   struct pg_tm *tm, fsec_t *fsec, int *tzp)
+fwcompat_decode_datetime(char **field, int *ftype, int nf, int *dtype,
+						 struct pg_tm *tm, fsec_t *fsec, int *tzp)
 {
 #if PG_VERSION_NUM >= 160000
 	DateTimeErrorExtra extra;
@@ -96,7 +96,7 @@ typedef enum FwIndexUpdate
  * to summarizing indexes only.
  */
 static inline FwIndexUpdate
-fw_heap_update(Relation rel, ItemPointer otid, HeapTuple tuple)
+fwcompat_heap_update(Relation rel, ItemPointer otid, HeapTuple tuple)
 {
 #if PG_VERSION_NUM >= 160000
 	TU_UpdateIndexes update_indexes;
@@ -112,8 +112,8 @@ fw_heap_update(Relation rel, ItemPointer otid, HeapTuple tuple)
 
 /* The executor's insertion of a row version's entries into every index. */
 static inline List *
-fw_insert_index_tuples(ResultRelInfo *result_rel, TupleTableSlot *slot, EState *estate,
-					   FwIndexUpdate what)
+fwcompat_insert_index_tuples(ResultRelInfo *result_rel, TupleTableSlot *slot, EState *estate,
+							 FwIndexUpdate what)
 {
 #if PG_VERSION_NUM >= 160000
 	return ExecInsertIndexTuples(result_rel, slot, estate, false, false, NULL, NIL,
@@ -129,7 +129,7 @@ fw_insert_index_tuples(ResultRelInfo *result_rel, TupleTableSlot *slot, EState *
  * (InitMaterializedSRF from 15.1 on).
  */
 static inline void
-fw_init_materialized_srf(FunctionCallInfo fcinfo)
+fwcompat_init_materialized_srf(FunctionCallInfo fcinfo)
 {
 #if PG_VERSION_NUM >= 150001
 	InitMaterializedSRF(fcinfo, 0);
@@ -142,11 +142,11 @@ fw_init_materialized_srf(FunctionCallInfo fcinfo)
 		!(rsinfo->allowedModes & SFRM_Materialize))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
+				errmsg("set-valued function called in context that cannot accept a set")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("return type must be a row type")));
+				errmsg("return type must be a row type")));
 
 	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	rsinfo->returnMode = SFRM_Materialize;

@@ -15,13 +15,13 @@
 /*
  * Decide a call on the states of its counters (NULL for a counter that does
  * not exist), read under the stores' locks at time now: every window alone,
- * then settled all or nothing (fw_settle); or, for a refund, each window's
+ * then settled all or nothing (fwwindow_settle); or, for a refund, each window's
  * counter on its own, the call answering with the fewest tokens held by an
  * enforced window.
  */
 FwApplyResult
-fw_decide_call(const FwCall *call, FwState *const *states, int64 now,
-			   FwOutcome *outcome)
+fwdecide_call(const FwCall *call, FwState *const *states, int64 now,
+			  FwOutcome *outcome)
 {
 	int			i;
 
@@ -30,18 +30,18 @@ fw_decide_call(const FwCall *call, FwState *const *states, int64 now,
 		FwStatus	status;
 
 		if (call->mode == FW_MODE_REFUND)
-			status = fw_refund(&call->limits[i], states[i], now,
-							   &outcome->decisions[i], &outcome->spend[i]);
+			status = fwwindow_refund(&call->limits[i], states[i], now,
+									 &outcome->decisions[i], &outcome->spend[i]);
 		else
-			status = fw_decide(&call->limits[i], states[i], now, &outcome->decisions[i]);
+			status = fwwindow_decide(&call->limits[i], states[i], now, &outcome->decisions[i]);
 		if (status != FW_STATUS_OK)
 			return FW_APPLY_OUT_OF_RANGE;
 	}
 
 	if (call->mode != FW_MODE_REFUND)
 	{
-		fw_settle(call->limits, call->shadow, call->n, outcome->decisions,
-				  outcome->spend, &outcome->verdict);
+		fwwindow_settle(call->limits, call->shadow, call->n, outcome->decisions,
+						outcome->spend, &outcome->verdict);
 		for (i = 0; i < call->n; i++)
 			outcome->create[i] = (states[i] == NULL &&
 								  (outcome->spend[i] || !outcome->decisions[i].ok));
@@ -73,7 +73,7 @@ fw_decide_call(const FwCall *call, FwState *const *states, int64 now,
  * key would be new again, and judged the same.
  */
 void
-fw_decide_no_promise(const FwCall *call, FwOutcome *outcome)
+fwdecide_no_promise(const FwCall *call, FwOutcome *outcome)
 {
 	int			i;
 

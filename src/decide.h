@@ -7,7 +7,7 @@
  *
  * Above the identities and limits (identity.h) and below the stores, which
  * read a call's counters under their locks and hand their states to
- * fw_decide_call.
+ * fwdecide_call.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -30,7 +30,7 @@ typedef enum FwApplyResult
 
 /* Whether a store found no room for a new counter. */
 static inline bool
-fw_apply_no_room(FwApplyResult result)
+fwdecide_no_room(FwApplyResult result)
 {
 	return result == FW_APPLY_FULL || result == FW_APPLY_DATABASE_FULL ||
 		result == FW_APPLY_ROLE_FULL;
@@ -78,8 +78,8 @@ typedef struct FwOutcome
 	FwVerdict	verdict;
 } FwOutcome;
 
-extern FwApplyResult fw_decide_call(const FwCall *call, FwState *const *states,
-									int64 now, FwOutcome *outcome);
-extern void fw_decide_no_promise(const FwCall *call, FwOutcome *outcome);
+extern FwApplyResult fwdecide_call(const FwCall *call, FwState *const *states,
+								   int64 now, FwOutcome *outcome);
+extern void fwdecide_no_promise(const FwCall *call, FwOutcome *outcome);
 
 #endif							/* FW_DECIDE_H */

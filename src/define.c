@@ -44,12 +44,12 @@ fw_acting_role(PG_FUNCTION_ARGS)
 
 /* Fail on a NULL argument that is required. */
 static void
-fw_require(FunctionCallInfo fcinfo, int arg, const char *name)
+fwdefine_require(FunctionCallInfo fcinfo, int arg, const char *name)
 {
 	if (PG_ARGISNULL(arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
+				errmsg("argument \"%s\" must not be null", name)));
 }
 
 /*
@@ -58,20 +58,20 @@ fw_require(FunctionCallInfo fcinfo, int arg, const char *name)
  * fw_limit does.  Returns whether start is NULL: each key's phase.
  */
 static bool
-fw_window_limit(FunctionCallInfo fcinfo, int first, FwLimit *limit)
+fwdefine_window_limit(FunctionCallInfo fcinfo, int first, FwLimit *limit)
 {
 	TimestampTz start;
 	int32		capacity;
 
-	fw_require(fcinfo, first, "rate");
-	fw_require(fcinfo, first + 1, "period");
+	fwdefine_require(fcinfo, first, "rate");
+	fwdefine_require(fcinfo, first + 1, "period");
 	if (!PG_ARGISNULL(first + 2))
 		start = PG_GETARG_TIMESTAMPTZ(first + 2);
 	if (!PG_ARGISNULL(first + 3))
 		capacity = PG_GETARG_INT32(first + 3);
-	fw_limit_define(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
-					PG_ARGISNULL(first + 2) ? NULL : &start,
-					PG_ARGISNULL(first + 3) ? NULL : &capacity);
+	fwidentity_define_limit(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
+							PG_ARGISNULL(first + 2) ? NULL : &start,
+							PG_ARGISNULL(first + 3) ? NULL : &capacity);
 	return PG_ARGISNULL(first + 2);
 }
 
@@ -91,12 +91,12 @@ fw_window_id(PG_FUNCTION_ARGS)
 	FwLimit		limit;
 	char		id[FW_MAX_PERIOD_ID];
 
-	fw_require(fcinfo, 0, "name");
-	fw_check_length("name", VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)), FW_MAX_NAME_BYTES);
+	fwdefine_require(fcinfo, 0, "name");
+	fwidentity_check_length("name", VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)), FW_MAX_NAME_BYTES);
 	if (!PG_ARGISNULL(1))
-		fw_check_length("key", VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(1)), FW_MAX_KEY_BYTES);
-	(void) fw_window_limit(fcinfo, 2, &limit);
-	PG_RETURN_TEXT_P(cstring_to_text_with_len(id, fw_period_id(&limit.period, id)));
+		fwidentity_check_length("key", VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(1)), FW_MAX_KEY_BYTES);
+	(void) fwdefine_window_limit(fcinfo, 2, &limit);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(id, fwidentity_period_id(&limit.period, id)));
 }
 
 /*
@@ -112,9 +112,9 @@ Datum
 fw_window_in_range(PG_FUNCTION_ARGS)
 {
 	FwLimit		limit;
-	bool		phase = fw_window_limit(fcinfo, 0, &limit);
+	bool		phase = fwdefine_window_limit(fcinfo, 0, &limit);
 
-	fw_limit_check_now(&limit, phase, fw_clock_now());
+	fwidentity_limit_check_now(&limit, phase, fwsettings_clock_now());
 	PG_RETURN_VOID();
 }
 
@@ -136,13 +136,13 @@ fw_lock_policy(PG_FUNCTION_ARGS)
 	uint64		hash;
 	LOCKTAG		tag;
 
-	fw_require(fcinfo, 0, "name");
+	fwdefine_require(fcinfo, 0, "name");
 	name = PG_GETARG_TEXT_PP(0);
 	memset(&id, 0, sizeof(id));
 	id.name = VARDATA_ANY(name);
 	id.name_len = VARSIZE_ANY_EXHDR(name);
 	id.key = "";
-	hash = fw_identity_hash64(&id);
+	hash = fwidentity_hash64(&id);
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
 						 FW_LOCKTAG_POLICY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
@@ -163,7 +163,7 @@ fw_policy_changed(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("fw_policy_changed must be called as a trigger")));
+				errmsg("fw_policy_changed must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
 	return PointerGetDatum(NULL);
 }

@@ -11,14 +11,9 @@
  * postmaster start; this file requests and starts each of them, and tells
  * both when a database is dropped.
  *
- * Layers, each using only those below it:
- *
- *	limit.c admin.c trigger.c	the SQL-callable functions
- *	store.c						picks a store, reports its failures
- *	shmem_store.c table_store.c stats.c
- *								the stores and the statistics, peers
- *	identity.c settings.c		a call's counter and limit; settings, clock
- *	window.c					window and token arithmetic
+ * The files of src/ form layers, each using only those below it; the one
+ * map of them, and of how functions are named, is scripts/check_layers.sh,
+ * which make test runs.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -48,25 +43,25 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 static void
-fw_shmem_request_hook(void)
+fwinit_shmem_request_hook(void)
 {
 #ifdef FW_HAVE_SHMEM_REQUEST_HOOK
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 #endif
-	fw_shmem_request();
-	fw_stats_request();
+	fwshmem_request();
+	fwstats_request();
 }
 
 static void
-fw_shmem_startup_hook(void)
+fwinit_shmem_startup_hook(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	fw_shmem_startup();
-	fw_stats_startup();
+	fwshmem_startup();
+	fwstats_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -78,10 +73,10 @@ fw_shmem_startup_hook(void)
  * connected.
  */
 static void
-fw_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
-						bool readOnlyTree, ProcessUtilityContext context,
-						ParamListInfo params, QueryEnvironment *queryEnv,
-						DestReceiver *dest, QueryCompletion *qc)
+fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
+							bool readOnlyTree, ProcessUtilityContext context,
+							ParamListInfo params, QueryEnvironment *queryEnv,
+							DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			dropped = InvalidOid;
@@ -98,30 +93,30 @@ fw_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 
 	if (OidIsValid(dropped))
 	{
-		fw_shmem_drop_database(dropped);
-		fw_stats_forget_database(dropped);
+		fwshmem_drop_database(dropped);
+		fwstats_forget_database(dropped);
 	}
 }
 
 void
 _PG_init(void)
 {
-	fw_define_settings();
+	fwsettings_define();
 
 	if (process_shared_preload_libraries_in_progress)
 	{
-		fw_shmem_define_settings();
+		fwshmem_define_settings();
 
 #ifdef FW_HAVE_SHMEM_REQUEST_HOOK
 		prev_shmem_request_hook = shmem_request_hook;
-		shmem_request_hook = fw_shmem_request_hook;
+		shmem_request_hook = fwinit_shmem_request_hook;
 #else
-		fw_shmem_request_hook();
+		fwinit_shmem_request_hook();
 #endif
 		prev_shmem_startup_hook = shmem_startup_hook;
-		shmem_startup_hook = fw_shmem_startup_hook;
+		shmem_startup_hook = fwinit_shmem_startup_hook;
 		prev_process_utility_hook = ProcessUtility_hook;
-		ProcessUtility_hook = fw_process_utility_hook;
+		ProcessUtility_hook = fwinit_process_utility_hook;
 	}
 
 	MarkGUCPrefixReserved("fixed_window");

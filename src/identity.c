@@ -20,15 +20,15 @@
 
 /* A name or key longer than allowed is an error naming what it is. */
 void
-fw_check_length(const char *what, int len, int max_bytes)
+fwidentity_check_length(const char *what, int len, int max_bytes)
 {
 	if (len > max_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("argument \"%s\" is too long", what),
-				 errdetail("The value is %d bytes; at most %d bytes are allowed.",
-						   len, max_bytes),
-				 errhint("Pass a shorter value, for example a digest such as md5() of it.")));
+				errmsg("argument \"%s\" is too long", what),
+				errdetail("The value is %d bytes; at most %d bytes are allowed.",
+						  len, max_bytes),
+				errhint("Pass a shorter value, for example a digest such as md5() of it.")));
 }
 
 /*
@@ -36,10 +36,10 @@ fw_check_length(const char *what, int len, int max_bytes)
  * its lengths already checked.
  */
 void
-fw_identity_init(FwIdentity *id, const char *name, int name_len,
-				 const char *key, int key_len)
+fwidentity_init(FwIdentity *id, const char *name, int name_len,
+				const char *key, int key_len)
 {
-	fw_identity_init_db(id, MyDatabaseId, name, name_len, "", 0, key, key_len);
+	fwidentity_init_db(id, MyDatabaseId, name, name_len, "", 0, key, key_len);
 }
 
 /*
@@ -48,19 +48,19 @@ fw_identity_init(FwIdentity *id, const char *name, int name_len,
  * strings must live as long as id.
  */
 void
-fw_identity_init_window(FwIdentity *id, const char *name, int name_len,
-						const char *period_id, int period_id_len,
-						const char *key, int key_len)
+fwidentity_init_window(FwIdentity *id, const char *name, int name_len,
+					   const char *period_id, int period_id_len,
+					   const char *key, int key_len)
 {
-	fw_identity_init_db(id, MyDatabaseId, name, name_len, period_id, period_id_len,
-						key, key_len);
+	fwidentity_init_db(id, MyDatabaseId, name, name_len, period_id, period_id_len,
+					   key, key_len);
 }
 
 /* The identity of a counter of any database. */
 void
-fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
-					const char *period_id, int period_id_len,
-					const char *key, int key_len)
+fwidentity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
+				   const char *period_id, int period_id_len,
+				   const char *key, int key_len)
 {
 	uint32		hash;
 
@@ -84,7 +84,7 @@ fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
  * Stable for a given server build.
  */
 uint64
-fw_identity_hash64(const FwIdentity *id)
+fwidentity_hash64(const FwIdentity *id)
 {
 	uint64		seed = hash_bytes_extended((const unsigned char *) id->name, id->name_len, 0);
 
@@ -94,30 +94,30 @@ fw_identity_hash64(const FwIdentity *id)
 /*
  * Check the parameters of a limit that do not depend on the call into
  * *limit: rate, period, start (NULL: the phase of each key, set by
- * fw_limit_cost) and capacity (NULL: the rate).
+ * fwidentity_limit_cost) and capacity (NULL: the rate).
  */
 void
-fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
-				const TimestampTz *start, const int32 *capacity)
+fwidentity_define_limit(FwLimit *limit, int32 rate, const Interval *period,
+						const TimestampTz *start, const int32 *capacity)
 {
 	limit->rate = rate;
 	if (rate <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rate must be greater than zero"),
-				 errdetail("The rate given was %d.", rate)));
+				errmsg("rate must be greater than zero"),
+				errdetail("The rate given was %d.", rate)));
 
 	if (FW_INTERVAL_NOT_FINITE(period) ||
-		!fw_period_from_interval(period->month, period->day, period->time,
-								 &limit->period))
+		!fwwindow_period_from_interval(period->month, period->day, period->time,
+									   &limit->period))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("period must be a positive interval"),
-				 errdetail("The period given was \"%s\".",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(period)))),
-				 errhint("Use a period such as '1 minute', '1 day' or '1 month'. "
-						 "A period with a month or year part must not have a negative day or time part.")));
+				errmsg("period must be a positive interval"),
+				errdetail("The period given was \"%s\".",
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+						  IntervalPGetDatum(period)))),
+				errhint("Use a period such as '1 minute', '1 day' or '1 month'. "
+						"A period with a month or year part must not have a negative day or time part.")));
 
 	limit->start = 0;
 	if (start != NULL)
@@ -126,40 +126,40 @@ fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
 		if (TIMESTAMP_NOT_FINITE(limit->start))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("start must be a finite timestamp"),
-					 errdetail("The start given was %s.",
-							   TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity")));
+					errmsg("start must be a finite timestamp"),
+					errdetail("The start given was %s.",
+							  TIMESTAMP_IS_NOBEGIN(limit->start) ? "-infinity" : "infinity")));
 	}
 
 	limit->capacity = capacity ? *capacity : rate;
 	if (limit->capacity < rate)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("capacity must be at least the rate"),
-				 errdetail("The capacity given was %d and the rate %d.",
-						   limit->capacity, rate)));
+				errmsg("capacity must be at least the rate"),
+				errdetail("The capacity given was %d and the rate %d.",
+						  limit->capacity, rate)));
 	limit->cost = 0;
 }
 
 /* A window of a limit lies beyond 64-bit time: the error of its calls. */
 void
-fw_window_range_error(void)
+fwidentity_window_range_error(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("window boundary out of range"),
-			 errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
-			 errhint("Use a shorter period or a start closer to the present.")));
+			errmsg("window boundary out of range"),
+			errdetail("A window of this limit starts or ends more than about 292,000 years from the year 2000."),
+			errhint("Use a shorter period or a start closer to the present.")));
 }
 
 static void
-fw_phase_error(void)
+fwidentity_phase_error(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("period is too long to derive a start from the key"),
-			 errdetail("With start NULL, each key's windows start within the first window from the Unix epoch, and that window ends more than about 292,000 years from the year 2000."),
-			 errhint("Use a shorter period, or give a start.")));
+			errmsg("period is too long to derive a start from the key"),
+			errdetail("With start NULL, each key's windows start within the first window from the Unix epoch, and that window ends more than about 292,000 years from the year 2000."),
+			errhint("Use a shorter period, or give a start.")));
 }
 
 /*
@@ -169,7 +169,7 @@ fw_phase_error(void)
  * and its end, lie within 64-bit time, for every start the keys can have.
  */
 void
-fw_limit_check_now(const FwLimit *limit, bool phase, int64 now)
+fwidentity_limit_check_now(const FwLimit *limit, bool phase, int64 now)
 {
 	FwLimit		probe = *limit;
 	FwDecision	decision;
@@ -180,16 +180,16 @@ fw_limit_check_now(const FwLimit *limit, bool phase, int64 now)
 	starts[0] = limit->start;
 	if (phase)
 	{
-		if (fw_phase_range(&limit->period, &starts[0], &starts[1]) != FW_STATUS_OK)
-			fw_phase_error();
+		if (fwwindow_phase_range(&limit->period, &starts[0], &starts[1]) != FW_STATUS_OK)
+			fwidentity_phase_error();
 		nstarts = 2;
 	}
 	probe.cost = 0;
 	for (i = 0; i < nstarts; i++)
 	{
 		probe.start = starts[i];
-		if (fw_decide(&probe, NULL, now, &decision) != FW_STATUS_OK)
-			fw_window_range_error();
+		if (fwwindow_decide(&probe, NULL, now, &decision) != FW_STATUS_OK)
+			fwidentity_window_range_error();
 	}
 }
 
@@ -202,26 +202,26 @@ fw_limit_check_now(const FwLimit *limit, bool phase, int64 now)
  * admin defined.
  */
 void
-fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
-			  bool within_capacity)
+fwidentity_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
+					  bool within_capacity)
 {
 	limit->cost = cost;
 	if (cost < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cost must not be negative"),
-				 errdetail("The cost given was %d.", cost)));
+				errmsg("cost must not be negative"),
+				errdetail("The cost given was %d.", cost)));
 	if (within_capacity && cost > limit->capacity)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cost must not exceed the capacity"),
-				 errdetail("The cost given was %d and the capacity %d, so the call could never be allowed.",
-						   cost, limit->capacity),
-				 errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
+				errmsg("cost must not exceed the capacity"),
+				errdetail("The cost given was %d and the capacity %d, so the call could never be allowed.",
+						  cost, limit->capacity),
+				errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
 
 	if (phase &&
-		fw_phase_start(&limit->period, fw_identity_hash64(id), &limit->start) != FW_STATUS_OK)
-		fw_phase_error();
+		fwwindow_phase_start(&limit->period, fwidentity_hash64(id), &limit->start) != FW_STATUS_OK)
+		fwidentity_phase_error();
 }
 
 /*
@@ -231,7 +231,7 @@ fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
  * '30 days' are two).  Returns its length; buf holds FW_MAX_PERIOD_ID bytes.
  */
 int
-fw_period_id(const FwPeriod *period, char *buf)
+fwidentity_period_id(const FwPeriod *period, char *buf)
 {
 	int			len = 0;
 	int64		seconds = period->span / USECS_PER_SEC;

@@ -22,7 +22,7 @@
 #define FW_MAX_NAME_BYTES	256
 #define FW_MAX_KEY_BYTES	2048
 
-/* The size of a buffer that holds a period identifier (fw_period_id). */
+/* The size of a buffer that holds a period identifier (fwidentity_period_id). */
 #define FW_MAX_PERIOD_ID	48
 
 /*
@@ -35,7 +35,7 @@
 
 /*
  * The identity of a counter: database, limit or policy name, for a policy's
- * window its period's identifier (fw_period_id), and key, compared exactly.
+ * window its period's identifier (fwidentity_period_id), and key, compared exactly.
  * An inline call's counter has no period identifier (period_id_len 0); no
  * period identifier is empty, so the two never meet.
  */
@@ -77,21 +77,21 @@ typedef struct FwCounterView
 /* Returns true to remove the counter, where the walk allows it. */
 typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
 
-extern void fw_check_length(const char *what, int len, int max_bytes);
-extern void fw_identity_init(FwIdentity *id, const char *name, int name_len,
-							 const char *key, int key_len);
-extern void fw_identity_init_window(FwIdentity *id, const char *name, int name_len,
-									const char *period_id, int period_id_len,
-									const char *key, int key_len);
-extern void fw_identity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
-								const char *period_id, int period_id_len,
-								const char *key, int key_len);
-extern uint64 fw_identity_hash64(const FwIdentity *id);
-extern int	fw_period_id(const FwPeriod *period, char *buf);
-extern void fw_limit_define(FwLimit *limit, int32 rate, const Interval *period,
-							const TimestampTz *start, const int32 *capacity);
-extern void fw_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
-						  bool within_capacity);
-extern void fw_limit_check_now(const FwLimit *limit, bool phase, int64 now);
-extern void fw_window_range_error(void) pg_attribute_noreturn();
+extern void fwidentity_check_length(const char *what, int len, int max_bytes);
+extern void fwidentity_init(FwIdentity *id, const char *name, int name_len,
+							const char *key, int key_len);
+extern void fwidentity_init_window(FwIdentity *id, const char *name, int name_len,
+								   const char *period_id, int period_id_len,
+								   const char *key, int key_len);
+extern void fwidentity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
+							   const char *period_id, int period_id_len,
+							   const char *key, int key_len);
+extern uint64 fwidentity_hash64(const FwIdentity *id);
+extern int	fwidentity_period_id(const FwPeriod *period, char *buf);
+extern void fwidentity_define_limit(FwLimit *limit, int32 rate, const Interval *period,
+									const TimestampTz *start, const int32 *capacity);
+extern void fwidentity_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
+								  bool within_capacity);
+extern void fwidentity_limit_check_now(const FwLimit *limit, bool phase, int64 now);
+extern void fwidentity_window_range_error(void) pg_attribute_noreturn();
 #endif							/* FW_IDENTITY_H */

@@ -69,31 +69,31 @@ static const char *const fw_arg_names[] = {
 };
 
 static void
-fw_require_arg(FunctionCallInfo fcinfo, int arg)
+fwlimit_require_arg(FunctionCallInfo fcinfo, int arg)
 {
 	if (PG_ARGISNULL(arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", fw_arg_names[arg])));
+				errmsg("argument \"%s\" must not be null", fw_arg_names[arg])));
 }
 
 /* Point at a text argument's bytes, enforcing the length limit. */
 static void
-fw_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
-			const char **data, int *len)
+fwlimit_text_arg(FunctionCallInfo fcinfo, int arg, int max_bytes,
+				 const char **data, int *len)
 {
 	text	   *t;
 
-	fw_require_arg(fcinfo, arg);
+	fwlimit_require_arg(fcinfo, arg);
 	t = PG_GETARG_TEXT_PP(arg);
 	*data = VARDATA_ANY(t);
 	*len = VARSIZE_ANY_EXHDR(t);
-	fw_check_length(fw_arg_names[arg], *len, max_bytes);
+	fwidentity_check_length(fw_arg_names[arg], *len, max_bytes);
 }
 
 /* Read and check the arguments of an inline call: fw_limit, fw_check, fw_refund. */
 static void
-fw_read_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
+fwlimit_read_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 {
 	const char *name;
 	const char *key;
@@ -102,20 +102,20 @@ fw_read_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 	TimestampTz start;
 	int32		capacity;
 
-	fw_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
-	fw_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
-	fw_require_arg(fcinfo, ARG_RATE);
-	fw_require_arg(fcinfo, ARG_PERIOD);
-	fw_require_arg(fcinfo, ARG_COST);
+	fwlimit_text_arg(fcinfo, ARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
+	fwlimit_text_arg(fcinfo, ARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
+	fwlimit_require_arg(fcinfo, ARG_RATE);
+	fwlimit_require_arg(fcinfo, ARG_PERIOD);
+	fwlimit_require_arg(fcinfo, ARG_COST);
 	if (!PG_ARGISNULL(ARG_START))
 		start = PG_GETARG_TIMESTAMPTZ(ARG_START);
 	if (!PG_ARGISNULL(ARG_CAPACITY))
 		capacity = PG_GETARG_INT32(ARG_CAPACITY);
 
-	fw_call_inline(call, mode, name, name_len, key, key_len,
-				   PG_GETARG_INT32(ARG_RATE), PG_GETARG_INTERVAL_P(ARG_PERIOD),
-				   PG_ARGISNULL(ARG_START) ? NULL : &start, PG_GETARG_INT32(ARG_COST),
-				   PG_ARGISNULL(ARG_CAPACITY) ? NULL : &capacity);
+	fwcall_inline(call, mode, name, name_len, key, key_len,
+				  PG_GETARG_INT32(ARG_RATE), PG_GETARG_INTERVAL_P(ARG_PERIOD),
+				  PG_ARGISNULL(ARG_START) ? NULL : &start, PG_GETARG_INT32(ARG_COST),
+				  PG_ARGISNULL(ARG_CAPACITY) ? NULL : &capacity);
 }
 
 /* The arguments of a named call, (name, key, cost). */
@@ -127,20 +127,20 @@ enum
 };
 
 static void
-fw_read_named_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
+fwlimit_read_named_args(FunctionCallInfo fcinfo, FwMode mode, FwCall *call)
 {
 	const char *name;
 	const char *key;
 	int			name_len;
 	int			key_len;
 
-	fw_text_arg(fcinfo, NARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
-	fw_text_arg(fcinfo, NARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
+	fwlimit_text_arg(fcinfo, NARG_NAME, FW_MAX_NAME_BYTES, &name, &name_len);
+	fwlimit_text_arg(fcinfo, NARG_KEY, FW_MAX_KEY_BYTES, &key, &key_len);
 	if (PG_ARGISNULL(NARG_COST))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", "cost")));
-	fw_call_named(call, mode, name, name_len, key, key_len, PG_GETARG_INT32(NARG_COST));
+				errmsg("argument \"%s\" must not be null", "cost")));
+	fwcall_named(call, mode, name, name_len, key, key_len, PG_GETARG_INT32(NARG_COST));
 }
 
 /*
@@ -184,7 +184,7 @@ static const Oid fw_result_types[FW_RESULT_NATTS] = {
 };
 
 static void
-fw_result_shape(TupleDesc tupdesc, FwResultShape *shape, bool allowed)
+fwlimit_result_shape(TupleDesc tupdesc, FwResultShape *shape, bool allowed)
 {
 	Datum		values[FW_RESULT_NATTS];
 	bool		nulls[FW_RESULT_NATTS] = {false, false, false, false};
@@ -216,7 +216,7 @@ fw_result_shape(TupleDesc tupdesc, FwResultShape *shape, bool allowed)
 }
 
 static FwResultCache *
-fw_result_cache(FunctionCallInfo fcinfo)
+fwlimit_result_cache(FunctionCallInfo fcinfo)
 {
 	Oid			typid = get_fn_expr_rettype(fcinfo->flinfo);
 	Oid			typrelid;
@@ -232,7 +232,7 @@ fw_result_cache(FunctionCallInfo fcinfo)
 		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("function returning fw_result called in a context that cannot accept a row")));
+					errmsg("function returning fw_result called in a context that cannot accept a row")));
 		typid = tupdesc->tdtypeid;
 	}
 
@@ -249,8 +249,8 @@ fw_result_cache(FunctionCallInfo fcinfo)
 		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(typrelid)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("extension \"fixed_window\" was dropped during the call"),
-					 errhint("Run CREATE EXTENSION fixed_window.")));
+					errmsg("extension \"fixed_window\" was dropped during the call"),
+					errhint("Run CREATE EXTENSION fixed_window.")));
 	}
 	typentry = lookup_type_cache(typid, TYPECACHE_TUPDESC);
 	for (cache = fw_result_caches; cache != NULL; cache = cache->next)
@@ -261,8 +261,8 @@ fw_result_cache(FunctionCallInfo fcinfo)
 	if (tupdesc == NULL || tupdesc->natts != FW_RESULT_NATTS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("fw_result must have the columns ok, retry_after, remaining and reset_after"),
-				 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
+				errmsg("fw_result must have the columns ok, retry_after, remaining and reset_after"),
+				errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 	for (i = 0; i < FW_RESULT_NATTS; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
@@ -270,16 +270,16 @@ fw_result_cache(FunctionCallInfo fcinfo)
 		if (att->attisdropped || att->atttypid != fw_result_types[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column %d of fw_result has type %s instead of %s",
-							i + 1, format_type_be(att->atttypid),
-							format_type_be(fw_result_types[i])),
-					 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
+					errmsg("column %d of fw_result has type %s instead of %s",
+						   i + 1, format_type_be(att->atttypid),
+						   format_type_be(fw_result_types[i])),
+					errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 	}
 
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
 	cache = palloc0(sizeof(FwResultCache));
-	fw_result_shape(tupdesc, &cache->shapes[0], false);
-	fw_result_shape(tupdesc, &cache->shapes[1], true);
+	fwlimit_result_shape(tupdesc, &cache->shapes[0], false);
+	fwlimit_result_shape(tupdesc, &cache->shapes[1], true);
 	MemoryContextSwitchTo(oldcontext);
 
 	cache->typid = typid;
@@ -290,7 +290,7 @@ fw_result_cache(FunctionCallInfo fcinfo)
 }
 
 static void
-fw_usecs_interval(int64 usecs, char *dst)
+fwlimit_usecs_interval(int64 usecs, char *dst)
 {
 	Interval	interval;
 
@@ -306,7 +306,7 @@ fw_usecs_interval(int64 usecs, char *dst)
 }
 
 static Datum
-fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
+fwlimit_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 {
 	FwResultCache *cache = (FwResultCache *) fcinfo->flinfo->fn_extra;
 	FwResultShape *shape;
@@ -323,32 +323,32 @@ fw_result_datum(FunctionCallInfo fcinfo, const FwDecision *decision)
 
 	*(bool *) (data + shape->offset[FW_RESULT_OK]) = decision->ok;
 	if (retry)
-		fw_usecs_interval(decision->retry_after, data + shape->offset[FW_RESULT_RETRY_AFTER]);
+		fwlimit_usecs_interval(decision->retry_after, data + shape->offset[FW_RESULT_RETRY_AFTER]);
 	memcpy(data + shape->offset[FW_RESULT_REMAINING], &decision->remaining, sizeof(int32));
-	fw_usecs_interval(decision->reset_after, data + shape->offset[FW_RESULT_RESET_AFTER]);
+	fwlimit_usecs_interval(decision->reset_after, data + shape->offset[FW_RESULT_RESET_AFTER]);
 
 	return PointerGetDatum(row);
 }
 
 static Datum
-fw_call(FunctionCallInfo fcinfo, FwMode mode, bool named)
+fwlimit_call(FunctionCallInfo fcinfo, FwMode mode, bool named)
 {
 	FwCall		call;
 	FwOutcome	outcome;
 	FwDecision	answer;
 
 	if (named)
-		fw_read_named_args(fcinfo, mode, &call);
+		fwlimit_read_named_args(fcinfo, mode, &call);
 	else
-		fw_read_args(fcinfo, mode, &call);
+		fwlimit_read_args(fcinfo, mode, &call);
 
 	/* know how to answer before deciding: a failure must not spend tokens */
 	if (fcinfo->flinfo->fn_extra == NULL)
-		fcinfo->flinfo->fn_extra = fw_result_cache(fcinfo);
+		fcinfo->flinfo->fn_extra = fwlimit_result_cache(fcinfo);
 
-	fw_apply(&call, &outcome);
-	fw_call_answer(&call, &outcome, &answer);
-	return fw_result_datum(fcinfo, &answer);
+	fwstore_apply(&call, &outcome);
+	fwcall_answer(&call, &outcome, &answer);
+	return fwlimit_result_datum(fcinfo, &answer);
 }
 
 /*
@@ -359,7 +359,7 @@ fw_call(FunctionCallInfo fcinfo, FwMode mode, bool named)
 Datum
 fw_limit(PG_FUNCTION_ARGS)
 {
-	return fw_call(fcinfo, FW_MODE_SPEND, false);
+	return fwlimit_call(fcinfo, FW_MODE_SPEND, false);
 }
 
 /*
@@ -370,7 +370,7 @@ fw_limit(PG_FUNCTION_ARGS)
 Datum
 fw_check(PG_FUNCTION_ARGS)
 {
-	return fw_call(fcinfo, FW_MODE_CHECK, false);
+	return fwlimit_call(fcinfo, FW_MODE_CHECK, false);
 }
 
 /*
@@ -382,7 +382,7 @@ fw_check(PG_FUNCTION_ARGS)
 Datum
 fw_limit_named(PG_FUNCTION_ARGS)
 {
-	return fw_call(fcinfo, FW_MODE_SPEND, true);
+	return fwlimit_call(fcinfo, FW_MODE_SPEND, true);
 }
 
 /*
@@ -393,7 +393,7 @@ fw_limit_named(PG_FUNCTION_ARGS)
 Datum
 fw_check_named(PG_FUNCTION_ARGS)
 {
-	return fw_call(fcinfo, FW_MODE_CHECK, true);
+	return fwlimit_call(fcinfo, FW_MODE_CHECK, true);
 }
 
 /* The columns of fw_limit_windows and fw_check_windows. */
@@ -413,11 +413,11 @@ enum
 };
 
 static Interval *
-fw_usecs_interval_p(int64 usecs)
+fwlimit_usecs_interval_p(int64 usecs)
 {
 	Interval   *interval = palloc(sizeof(Interval));
 
-	fw_usecs_interval(usecs, (char *) interval);
+	fwlimit_usecs_interval(usecs, (char *) interval);
 	return interval;
 }
 
@@ -427,21 +427,21 @@ fw_usecs_interval_p(int64 usecs)
  * in: window_end is now + reset_after.
  */
 static Datum
-fw_windows(FunctionCallInfo fcinfo, FwMode mode)
+fwlimit_windows(FunctionCallInfo fcinfo, FwMode mode)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FwCall		call;
 	FwOutcome	outcome;
 	int			i;
 
-	fw_init_materialized_srf(fcinfo);
+	fwcompat_init_materialized_srf(fcinfo);
 	if (rsinfo->setDesc->natts != WIN_NATTS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("function returning rows of %d columns called with a row of %d",
-						WIN_NATTS, rsinfo->setDesc->natts)));
-	fw_read_named_args(fcinfo, mode, &call);
-	fw_apply(&call, &outcome);
+				errmsg("function returning rows of %d columns called with a row of %d",
+					   WIN_NATTS, rsinfo->setDesc->natts)));
+	fwlimit_read_named_args(fcinfo, mode, &call);
+	fwstore_apply(&call, &outcome);
 
 	for (i = 0; i < call.n; i++)
 	{
@@ -460,16 +460,16 @@ fw_windows(FunctionCallInfo fcinfo, FwMode mode)
 		if (d->ok || d->retry_after == FW_RETRY_NEVER)
 			nulls[WIN_RETRY_AFTER] = true;
 		else
-			values[WIN_RETRY_AFTER] = IntervalPGetDatum(fw_usecs_interval_p(d->retry_after));
+			values[WIN_RETRY_AFTER] = IntervalPGetDatum(fwlimit_usecs_interval_p(d->retry_after));
 		values[WIN_REMAINING] = Int32GetDatum(d->remaining);
-		values[WIN_RESET_AFTER] = IntervalPGetDatum(fw_usecs_interval_p(d->reset_after));
+		values[WIN_RESET_AFTER] = IntervalPGetDatum(fwlimit_usecs_interval_p(d->reset_after));
 		window_end = d->now + d->reset_after;
-		values[WIN_WINDOW_END] = TimestampTzGetDatum(fw_displayable_time(window_end));
-		if (fw_window_index(&call.limits[i].period, call.limits[i].start,
-							window_end - 1, &k) == FW_STATUS_OK &&
-			fw_window_boundary(&call.limits[i].period, call.limits[i].start,
-							   k, &window_start) == FW_STATUS_OK)
-			values[WIN_WINDOW_START] = TimestampTzGetDatum(fw_displayable_time(window_start));
+		values[WIN_WINDOW_END] = TimestampTzGetDatum(fwsettings_displayable_time(window_end));
+		if (fwwindow_index(&call.limits[i].period, call.limits[i].start,
+						   window_end - 1, &k) == FW_STATUS_OK &&
+			fwwindow_boundary(&call.limits[i].period, call.limits[i].start,
+							  k, &window_start) == FW_STATUS_OK)
+			values[WIN_WINDOW_START] = TimestampTzGetDatum(fwsettings_displayable_time(window_start));
 		else
 			nulls[WIN_WINDOW_START] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -484,14 +484,14 @@ fw_windows(FunctionCallInfo fcinfo, FwMode mode)
 Datum
 fw_limit_windows(PG_FUNCTION_ARGS)
 {
-	return fw_windows(fcinfo, FW_MODE_SPEND);
+	return fwlimit_windows(fcinfo, FW_MODE_SPEND);
 }
 
 /* fw_check_windows(name, key, cost): the same, spending nothing. */
 Datum
 fw_check_windows(PG_FUNCTION_ARGS)
 {
-	return fw_windows(fcinfo, FW_MODE_CHECK);
+	return fwlimit_windows(fcinfo, FW_MODE_CHECK);
 }
 
 /*
@@ -502,27 +502,27 @@ fw_check_windows(PG_FUNCTION_ARGS)
  * tokens held now (the fewest of the policy's enforced windows).
  */
 static Datum
-fw_refund_call(FunctionCallInfo fcinfo, bool named)
+fwlimit_refund_call(FunctionCallInfo fcinfo, bool named)
 {
 	FwCall		call;
 	FwOutcome	outcome;
 
 	if (named)
-		fw_read_named_args(fcinfo, FW_MODE_REFUND, &call);
+		fwlimit_read_named_args(fcinfo, FW_MODE_REFUND, &call);
 	else
-		fw_read_args(fcinfo, FW_MODE_REFUND, &call);
-	fw_apply(&call, &outcome);
+		fwlimit_read_args(fcinfo, FW_MODE_REFUND, &call);
+	fwstore_apply(&call, &outcome);
 	PG_RETURN_INT32(outcome.decisions[outcome.verdict.deciding].remaining);
 }
 
 Datum
 fw_refund_inline(PG_FUNCTION_ARGS)
 {
-	return fw_refund_call(fcinfo, false);
+	return fwlimit_refund_call(fcinfo, false);
 }
 
 Datum
 fw_refund_named(PG_FUNCTION_ARGS)
 {
-	return fw_refund_call(fcinfo, true);
+	return fwlimit_refund_call(fcinfo, true);
 }

@@ -112,7 +112,7 @@ typedef struct FwPolicyEntry
 	char		name[FW_MAX_NAME_BYTES + 1];	/* hash key, zero-padded */
 	int			name_len;
 	int			nwindows;
-	FwPolicyWindow windows[FW_MAX_WINDOWS]; /* shortest first (fw_window_cmp) */
+	FwPolicyWindow windows[FW_MAX_WINDOWS]; /* shortest first (fwpolicy_window_cmp) */
 	bool		has_overrides;	/* a key of it has an override or exemption */
 } FwPolicyEntry;
 
@@ -127,7 +127,7 @@ typedef struct FwKeyOverrides
 /* A key of a policy with overrides, in the cache. */
 typedef struct FwKeyEntry
 {
-	uint64		hash;			/* hash key: fw_identity_hash64 of (policy, key) */
+	uint64		hash;			/* hash key: fwidentity_hash64 of (policy, key) */
 	char	   *text;			/* the policy's name, then the key */
 	int			name_len;
 	int			key_len;
@@ -179,38 +179,38 @@ static FwDefinitionTable fw_override_table = {
 static bool fw_policy_callback_registered = false;
 
 static void
-fw_policy_invalidate(Datum arg, Oid relid)
+fwpolicy_invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == fw_policy_table.relid || relid == fw_override_table.relid)
 		fw_policy_generation++;
 }
 
 static void pg_attribute_noreturn()
-fw_policy_reinstall_error(const char *relname)
+fwpolicy_reinstall_error(const char *relname)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("the table %s of fixed_window is missing or altered", relname),
-			 errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE, or reinstall it.")));
+			errmsg("the table %s of fixed_window is missing or altered", relname),
+			errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE, or reinstall it.")));
 }
 
 /* Look a definition table up in the extension's schema; false if it has none. */
 static bool
-fw_policy_find(FwDefinitionTable *table)
+fwpolicy_find(FwDefinitionTable *table)
 {
-	Oid			schema = fw_extension_schema();
+	Oid			schema = fwcatalog_extension_schema();
 
 	if (!OidIsValid(schema))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"fixed_window\" is not installed in this database"),
-				 errhint("Run CREATE EXTENSION fixed_window.")));
+				errmsg("extension \"fixed_window\" is not installed in this database"),
+				errhint("Run CREATE EXTENSION fixed_window.")));
 	table->relid = get_relname_relid(table->relname, schema);
 	table->indexid = get_relname_relid(table->indexname, schema);
 	if (!OidIsValid(table->relid))
 		return false;			/* an installation older than 1.1 */
 	if (!OidIsValid(table->indexid))
-		fw_policy_reinstall_error(table->relname);
+		fwpolicy_reinstall_error(table->relname);
 	return true;
 }
 
@@ -219,7 +219,7 @@ fw_policy_find(FwDefinitionTable *table)
  * returns false if the table does not exist (the extension is older).
  */
 static bool
-fw_policy_open(FwDefinitionTable *table, Relation *rel, Relation *index)
+fwpolicy_open(FwDefinitionTable *table, Relation *rel, Relation *index)
 {
 	int			attempt;
 
@@ -228,45 +228,45 @@ fw_policy_open(FwDefinitionTable *table, Relation *rel, Relation *index)
 		TupleDesc	tupdesc;
 		int			i;
 
-		if ((attempt > 0 || !OidIsValid(table->relid)) && !fw_policy_find(table))
+		if ((attempt > 0 || !OidIsValid(table->relid)) && !fwpolicy_find(table))
 			return false;
-		if (!fw_open_table_and_key(table->relid, table->relname, table->indexid,
-								   table->indexname, AccessShareLock, rel, index))
+		if (!fwcatalog_open_table_and_key(table->relid, table->relname, table->indexid,
+										  table->indexname, AccessShareLock, rel, index))
 			continue;			/* gone, or replaced: look it up again */
 		tupdesc = RelationGetDescr(*rel);
 		if (tupdesc->natts != table->natts)
-			fw_policy_reinstall_error(table->relname);
+			fwpolicy_reinstall_error(table->relname);
 		for (i = 0; i < table->natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
 			if (att->attisdropped || att->atttypid != table->types[i])
-				fw_policy_reinstall_error(table->relname);
+				fwpolicy_reinstall_error(table->relname);
 		}
 		return true;
 	}
-	fw_policy_reinstall_error(table->relname);
+	fwpolicy_reinstall_error(table->relname);
 }
 
 static void
-fw_policy_close(Relation rel, Relation index)
+fwpolicy_close(Relation rel, Relation index)
 {
 	index_close(index, AccessShareLock);
 	table_close(rel, AccessShareLock);
 }
 
 static Datum
-fw_column(HeapTuple tuple, TupleDesc tupdesc, int col, bool *isnull)
+fwpolicy_column(HeapTuple tuple, TupleDesc tupdesc, int col, bool *isnull)
 {
 	return heap_getattr(tuple, col + 1, tupdesc, isnull);
 }
 
 /* A text column's bytes, and their length; "" for NULL. */
 static const char *
-fw_text_column(HeapTuple tuple, TupleDesc tupdesc, int col, int *len)
+fwpolicy_text_column(HeapTuple tuple, TupleDesc tupdesc, int col, int *len)
 {
 	bool		isnull;
-	Datum		value = fw_column(tuple, tupdesc, col, &isnull);
+	Datum		value = fwpolicy_column(tuple, tupdesc, col, &isnull);
 	text	   *t;
 
 	if (isnull)
@@ -281,7 +281,7 @@ fw_text_column(HeapTuple tuple, TupleDesc tupdesc, int col, int *len)
 
 /* Byte strings in the order of the "C" collation: bytes, then length. */
 static int
-fw_bytes_cmp(const char *a, int alen, const char *b, int blen)
+fwpolicy_bytes_cmp(const char *a, int alen, const char *b, int blen)
 {
 	int			cmp = memcmp(a, b, Min(alen, blen));
 
@@ -296,7 +296,7 @@ fw_bytes_cmp(const char *a, int alen, const char *b, int blen)
  * listed in, and the order the table backend locks their rows in.
  */
 static int
-fw_window_cmp(const void *a, const void *b)
+fwpolicy_window_cmp(const void *a, const void *b)
 {
 	const FwPolicyWindow *x = (const FwPolicyWindow *) a;
 	const FwPolicyWindow *y = (const FwPolicyWindow *) b;
@@ -305,12 +305,12 @@ fw_window_cmp(const void *a, const void *b)
 
 	if (lx != ly)
 		return (lx > ly) ? 1 : -1;
-	return fw_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len);
+	return fwpolicy_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len);
 }
 
 /* Whether two reads of a policy found the same windows. */
 static bool
-fw_windows_equal(const FwPolicyEntry *a, const FwPolicyEntry *b)
+fwpolicy_windows_equal(const FwPolicyEntry *a, const FwPolicyEntry *b)
 {
 	int			i;
 
@@ -329,7 +329,7 @@ fw_windows_equal(const FwPolicyEntry *a, const FwPolicyEntry *b)
 			x->phase != y->phase || x->shadow != y->shadow ||
 			x->period.month != y->period.month || x->period.day != y->period.day ||
 			x->period.time != y->period.time ||
-			fw_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len) != 0)
+			fwpolicy_bytes_cmp(x->period_id, x->period_id_len, y->period_id, y->period_id_len) != 0)
 			return false;
 	}
 	return true;
@@ -337,8 +337,8 @@ fw_windows_equal(const FwPolicyEntry *a, const FwPolicyEntry *b)
 
 /* Read the windows of a policy into entry, as of snapshot. */
 static void
-fw_policy_read_windows(Relation rel, Relation index, Snapshot snapshot,
-					   text *name, FwPolicyEntry *entry)
+fwpolicy_read_windows(Relation rel, Relation index, Snapshot snapshot,
+					  text *name, FwPolicyEntry *entry)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	ScanKeyData key;
@@ -358,30 +358,30 @@ fw_policy_read_windows(Relation rel, Relation index, Snapshot snapshot,
 		if (entry->nwindows == FW_MAX_WINDOWS)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("rate limit policy \"%s\" has more than %d windows",
-							entry->name, FW_MAX_WINDOWS)));
+					errmsg("rate limit policy \"%s\" has more than %d windows",
+						   entry->name, FW_MAX_WINDOWS)));
 		window = &entry->windows[entry->nwindows++];
-		window->period = *DatumGetIntervalP(fw_column(tuple, tupdesc, POL_PERIOD, &isnull));
-		start = DatumGetTimestampTz(fw_column(tuple, tupdesc, POL_START, &window->phase));
-		capacity = DatumGetInt32(fw_column(tuple, tupdesc, POL_CAPACITY, &isnull));
-		fw_limit_define(&window->limit,
-						DatumGetInt32(fw_column(tuple, tupdesc, POL_RATE, &isnull)),
-						&window->period,
-						window->phase ? NULL : &start,
-						&capacity);
-		window->shadow = DatumGetBool(fw_column(tuple, tupdesc, POL_SHADOW, &isnull));
-		period_id = fw_text_column(tuple, tupdesc, POL_PERIOD_ID, &window->period_id_len);
+		window->period = *DatumGetIntervalP(fwpolicy_column(tuple, tupdesc, POL_PERIOD, &isnull));
+		start = DatumGetTimestampTz(fwpolicy_column(tuple, tupdesc, POL_START, &window->phase));
+		capacity = DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_CAPACITY, &isnull));
+		fwidentity_define_limit(&window->limit,
+								DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_RATE, &isnull)),
+								&window->period,
+								window->phase ? NULL : &start,
+								&capacity);
+		window->shadow = DatumGetBool(fwpolicy_column(tuple, tupdesc, POL_SHADOW, &isnull));
+		period_id = fwpolicy_text_column(tuple, tupdesc, POL_PERIOD_ID, &window->period_id_len);
 		if (window->period_id_len >= FW_MAX_PERIOD_ID)
-			fw_policy_reinstall_error("fw_policy");
+			fwpolicy_reinstall_error("fw_policy");
 		memcpy(window->period_id, period_id, window->period_id_len);
 	}
 	systable_endscan_ordered(scan);
-	qsort(entry->windows, entry->nwindows, sizeof(FwPolicyWindow), fw_window_cmp);
+	qsort(entry->windows, entry->nwindows, sizeof(FwPolicyWindow), fwpolicy_window_cmp);
 }
 
 /* Whether any key of the policy has an override or an exemption. */
 static bool
-fw_policy_read_any_override(Relation rel, Relation index, Snapshot snapshot, text *name)
+fwpolicy_read_any_override(Relation rel, Relation index, Snapshot snapshot, text *name)
 {
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -396,8 +396,8 @@ fw_policy_read_any_override(Relation rel, Relation index, Snapshot snapshot, tex
 
 /* Read one key's overrides of a policy whose windows are in entry. */
 static void
-fw_policy_read_key(Relation rel, Relation index, Snapshot snapshot, text *name,
-				   text *keytext, const FwPolicyEntry *entry, FwKeyOverrides *overrides)
+fwpolicy_read_key(Relation rel, Relation index, Snapshot snapshot, text *name,
+				  text *keytext, const FwPolicyEntry *entry, FwKeyOverrides *overrides)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	ScanKeyData keys[2];
@@ -411,11 +411,11 @@ fw_policy_read_key(Relation rel, Relation index, Snapshot snapshot, text *name,
 	while ((tuple = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
 		int			period_id_len;
-		const char *period_id = fw_text_column(tuple, tupdesc, OVR_PERIOD_ID, &period_id_len);
+		const char *period_id = fwpolicy_text_column(tuple, tupdesc, OVR_PERIOD_ID, &period_id_len);
 		bool		rate_null;
-		Datum		rate = fw_column(tuple, tupdesc, OVR_RATE, &rate_null);
+		Datum		rate = fwpolicy_column(tuple, tupdesc, OVR_RATE, &rate_null);
 		bool		capacity_null;
-		Datum		capacity = fw_column(tuple, tupdesc, OVR_CAPACITY, &capacity_null);
+		Datum		capacity = fwpolicy_column(tuple, tupdesc, OVR_CAPACITY, &capacity_null);
 		int			i;
 
 		if (period_id_len == 0 && rate_null)
@@ -434,7 +434,7 @@ fw_policy_read_key(Relation rel, Relation index, Snapshot snapshot, text *name,
 			overrides->rate[i] = DatumGetInt32(rate);
 			overrides->capacity[i] = capacity_null ? DatumGetInt32(rate) : DatumGetInt32(capacity);
 			if (overrides->rate[i] <= 0 || overrides->capacity[i] < overrides->rate[i])
-				fw_policy_reinstall_error("fw_override");
+				fwpolicy_reinstall_error("fw_override");
 		}
 	}
 	systable_endscan_ordered(scan);
@@ -446,8 +446,8 @@ fw_policy_read_key(Relation rel, Relation index, Snapshot snapshot, text *name,
  * one key.  Returns false if the policy has no window.
  */
 static bool
-fw_policy_read(const char *name, int name_len, const char *key, int key_len,
-			   FwPolicyEntry *entry, FwKeyOverrides *overrides)
+fwpolicy_read(const char *name, int name_len, const char *key, int key_len,
+			  FwPolicyEntry *entry, FwKeyOverrides *overrides)
 {
 	Relation	policy_rel;
 	Relation	policy_index;
@@ -462,23 +462,23 @@ fw_policy_read(const char *name, int name_len, const char *key, int key_len,
 	if (overrides != NULL)
 		memset(overrides, 0, sizeof(FwKeyOverrides));
 
-	if (!fw_policy_open(&fw_policy_table, &policy_rel, &policy_index))
+	if (!fwpolicy_open(&fw_policy_table, &policy_rel, &policy_index))
 		return false;			/* an installation older than 1.1 */
-	if (!fw_policy_open(&fw_override_table, &override_rel, &override_index))
-		fw_policy_reinstall_error("fw_override");
+	if (!fwpolicy_open(&fw_override_table, &override_rel, &override_index))
+		fwpolicy_reinstall_error("fw_override");
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	fw_policy_read_windows(policy_rel, policy_index, snapshot, name_text, entry);
+	fwpolicy_read_windows(policy_rel, policy_index, snapshot, name_text, entry);
 	if (entry->nwindows > 0 && key == NULL)
-		entry->has_overrides = fw_policy_read_any_override(override_rel, override_index,
-														   snapshot, name_text);
+		entry->has_overrides = fwpolicy_read_any_override(override_rel, override_index,
+														  snapshot, name_text);
 	else if (entry->nwindows > 0)
-		fw_policy_read_key(override_rel, override_index, snapshot, name_text,
-						   cstring_to_text_with_len(key, key_len), entry, overrides);
+		fwpolicy_read_key(override_rel, override_index, snapshot, name_text,
+						  cstring_to_text_with_len(key, key_len), entry, overrides);
 	UnregisterSnapshot(snapshot);
 
-	fw_policy_close(override_rel, override_index);
-	fw_policy_close(policy_rel, policy_index);
+	fwpolicy_close(override_rel, override_index);
+	fwpolicy_close(policy_rel, policy_index);
 	return entry->nwindows > 0;
 }
 
@@ -487,13 +487,13 @@ fw_policy_read(const char *name, int name_len, const char *key, int key_len,
  * create them if needed.  Called where no pointer into them is held.
  */
 static void
-fw_policy_caches(void)
+fwpolicy_caches(void)
 {
 	HASHCTL		ctl;
 
 	if (!fw_policy_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(fw_policy_invalidate, (Datum) 0);
+		CacheRegisterRelcacheCallback(fwpolicy_invalidate, (Datum) 0);
 		fw_policy_callback_registered = true;
 	}
 	if (fw_cache_generation == fw_policy_generation && fw_policies != NULL)
@@ -522,7 +522,7 @@ fw_policy_caches(void)
 
 /* The key cache, created empty when missing or full. */
 static HTAB *
-fw_key_cache(Size more_bytes)
+fwpolicy_key_cache(Size more_bytes)
 {
 	HASHCTL		ctl;
 
@@ -547,9 +547,9 @@ fw_key_cache(Size more_bytes)
 
 /* The cached overrides of a key, or NULL. */
 static const FwKeyOverrides *
-fw_key_find(uint64 hash, const char *name, int name_len, const char *key, int key_len)
+fwpolicy_key_find(uint64 hash, const char *name, int name_len, const char *key, int key_len)
 {
-	FwKeyEntry *entry = hash_search(fw_key_cache(0), &hash, HASH_FIND, NULL);
+	FwKeyEntry *entry = hash_search(fwpolicy_key_cache(0), &hash, HASH_FIND, NULL);
 
 	if (entry == NULL || entry->name_len != name_len || entry->key_len != key_len ||
 		memcmp(entry->text, name, name_len) != 0 ||
@@ -560,10 +560,10 @@ fw_key_find(uint64 hash, const char *name, int name_len, const char *key, int ke
 
 /* Keep the overrides of a key; another key of the same hash gives way. */
 static void
-fw_key_keep(uint64 hash, const char *name, int name_len, const char *key, int key_len,
-			const FwKeyOverrides *overrides)
+fwpolicy_key_keep(uint64 hash, const char *name, int name_len, const char *key, int key_len,
+				  const FwKeyOverrides *overrides)
 {
-	FwKeyEntry *entry = hash_search(fw_key_cache(name_len + key_len), &hash, HASH_ENTER, NULL);
+	FwKeyEntry *entry = hash_search(fwpolicy_key_cache(name_len + key_len), &hash, HASH_ENTER, NULL);
 
 	entry->hash = hash;
 	entry->text = MemoryContextAlloc(fw_keys_context, name_len + key_len);
@@ -577,7 +577,7 @@ fw_key_keep(uint64 hash, const char *name, int name_len, const char *key, int ke
 
 /* Copy a policy's windows, with a key's overrides, to the caller. */
 static void
-fw_policy_copy(const FwPolicyEntry *entry, const FwKeyOverrides *overrides, FwPolicyKey *policy)
+fwpolicy_copy(const FwPolicyEntry *entry, const FwKeyOverrides *overrides, FwPolicyKey *policy)
 {
 	int			i;
 
@@ -603,7 +603,7 @@ fw_policy_copy(const FwPolicyEntry *entry, const FwKeyOverrides *overrides, FwPo
  * Returns fresh with nwindows 0 when there is no such policy.
  */
 static const FwPolicyEntry *
-fw_policy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
+fwpolicy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
 {
 	char		hashkey[FW_MAX_NAME_BYTES + 1];
 	FwPolicyEntry *entry = fw_policy_last;
@@ -616,7 +616,7 @@ fw_policy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
 	entry = hash_search(fw_policies, hashkey, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
-		if (!fw_policy_read(name, name_len, NULL, 0, fresh, NULL))
+		if (!fwpolicy_read(name, name_len, NULL, 0, fresh, NULL))
 			return fresh;
 		/* cached only if no change was heard of while reading */
 		if (generation != fw_policy_generation)
@@ -633,8 +633,8 @@ fw_policy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
  * into *policy; returns false if there is no such policy.
  */
 bool
-fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
-				 FwPolicyKey *policy)
+fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
+				FwPolicyKey *policy)
 {
 	FwPolicyEntry fresh;
 	FwPolicyEntry with_key;
@@ -649,14 +649,14 @@ fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
 
 	/* hear of changes committed since the last call, and drop what they end */
 	AcceptInvalidationMessages();
-	fw_policy_caches();
+	fwpolicy_caches();
 
-	entry = fw_policy_entry(name, name_len, &fresh);
+	entry = fwpolicy_entry(name, name_len, &fresh);
 	if (entry->nwindows == 0)
 		return false;
 	if (key == NULL || !entry->has_overrides)
 	{
-		fw_policy_copy(entry, NULL, policy);
+		fwpolicy_copy(entry, NULL, policy);
 		return true;
 	}
 
@@ -666,11 +666,11 @@ fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
 	id.name_len = name_len;
 	id.key = key;
 	id.key_len = key_len;
-	hash = fw_identity_hash64(&id);
+	hash = fwidentity_hash64(&id);
 	if (entry != &fresh &&
-		(cached = fw_key_find(hash, name, name_len, key, key_len)) != NULL)
+		(cached = fwpolicy_key_find(hash, name, name_len, key, key_len)) != NULL)
 	{
-		fw_policy_copy(entry, cached, policy);
+		fwpolicy_copy(entry, cached, policy);
 		return true;
 	}
 
@@ -681,24 +681,24 @@ fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
 	 * cached.
 	 */
 	generation = fw_policy_generation;
-	if (!fw_policy_read(name, name_len, key, key_len, &with_key, &overrides))
+	if (!fwpolicy_read(name, name_len, key, key_len, &with_key, &overrides))
 		return false;
-	fw_policy_copy(&with_key, &overrides, policy);
+	fwpolicy_copy(&with_key, &overrides, policy);
 	if (entry != &fresh && generation == fw_policy_generation &&
-		fw_windows_equal(entry, &with_key))
-		fw_key_keep(hash, name, name_len, key, key_len, &overrides);
+		fwpolicy_windows_equal(entry, &with_key))
+		fwpolicy_key_keep(hash, name, name_len, key, key_len, &overrides);
 	return true;
 }
 
 /* The same; an undefined name is an error. */
 void
-fw_policy_get(const char *name, int name_len, const char *key, int key_len,
-			  FwPolicyKey *policy)
+fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
+			 FwPolicyKey *policy)
 {
-	if (!fw_policy_lookup(name, name_len, key, key_len, policy))
+	if (!fwpolicy_lookup(name, name_len, key, key_len, policy))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("rate limit policy \"%s\" does not exist",
-						pnstrdup(name, name_len)),
-				 errhint("Define it with fw_define(name, rate, period), or give rate and period in the call.")));
+				errmsg("rate limit policy \"%s\" does not exist",
+					   pnstrdup(name, name_len)),
+				errhint("Define it with fw_define(name, rate, period), or give rate and period in the call.")));
 }

@@ -39,9 +39,9 @@ typedef struct FwPolicyKey
 	bool		exempt;			/* the key is never denied, spends nothing */
 } FwPolicyKey;
 
-extern bool fw_policy_lookup(const char *name, int name_len, const char *key, int key_len,
-							 FwPolicyKey *policy);
-extern void fw_policy_get(const char *name, int name_len, const char *key, int key_len,
-						  FwPolicyKey *policy);
+extern bool fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
+							FwPolicyKey *policy);
+extern void fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
+						 FwPolicyKey *policy);
 
 #endif							/* FW_POLICY_H */

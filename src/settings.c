@@ -42,7 +42,7 @@ static TimestampTz fw_debug_now = 0;
  * TimeZone unless it names one.
  */
 static bool
-fw_check_debug_now(char **newval, void **extra, GucSource source)
+fwsettings_check_debug_now(char **newval, void **extra, GucSource source)
 {
 	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
 	char	   *field[MAXDATEFIELDS];
@@ -65,7 +65,7 @@ fw_check_debug_now(char **newval, void **extra, GucSource source)
 	dterr = ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
 						  MAXDATEFIELDS, &nf);
 	if (dterr == 0)
-		dterr = fw_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz);
+		dterr = fwcompat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz);
 	if (dterr != 0 || dtype != DTK_DATE ||
 		tm2timestamp(&tt, fsec, &tz, &value) != 0 ||
 		!IS_VALID_TIMESTAMP(value))
@@ -74,7 +74,7 @@ fw_check_debug_now(char **newval, void **extra, GucSource source)
 		return false;
 	}
 
-	result = fw_guc_malloc(sizeof(TimestampTz));
+	result = fwcompat_guc_malloc(sizeof(TimestampTz));
 	if (result == NULL)
 		return false;
 	*result = value;
@@ -83,7 +83,7 @@ fw_check_debug_now(char **newval, void **extra, GucSource source)
 }
 
 static void
-fw_assign_debug_now(const char *newval, void *extra)
+fwsettings_assign_debug_now(const char *newval, void *extra)
 {
 	fw_debug_now_set = (extra != NULL);
 	if (extra != NULL)
@@ -95,7 +95,7 @@ fw_assign_debug_now(const char *newval, void *extra)
  * percent allows one database or role: at least one.
  */
 uint32
-fw_share_of(uint32 total, int share)
+fwsettings_share_of(uint32 total, int share)
 {
 	uint64		limit = (uint64) total * share / 100;
 
@@ -107,7 +107,7 @@ fw_share_of(uint32 total, int share)
  * fixed_window.debug_now when a superuser has set it.
  */
 TimestampTz
-fw_clock_now(void)
+fwsettings_clock_now(void)
 {
 	if (fw_debug_now_set)
 		return fw_debug_now;
@@ -115,7 +115,7 @@ fw_clock_now(void)
 }
 
 void
-fw_define_settings(void)
+fwsettings_define(void)
 {
 	DefineCustomStringVariable("fixed_window.debug_now",
 							   "Fixes the clock fixed_window judges calls at, for tests.",
@@ -125,7 +125,7 @@ fw_define_settings(void)
 							   "",
 							   PGC_SUSET,
 							   GUC_NOT_IN_SAMPLE,
-							   fw_check_debug_now, fw_assign_debug_now, NULL);
+							   fwsettings_check_debug_now, fwsettings_assign_debug_now, NULL);
 
 	/*
 	 * Superuser only: a role that could switch storage would get fresh
@@ -182,7 +182,7 @@ fw_define_settings(void)
  * compare correctly with any time.
  */
 TimestampTz
-fw_displayable_time(int64 t)
+fwsettings_displayable_time(int64 t)
 {
 	if (IS_VALID_TIMESTAMP(t))
 		return t;

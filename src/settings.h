@@ -33,9 +33,9 @@ extern bool fw_fail_open;
 extern int	fw_database_share;
 extern int	fw_role_share;
 
-extern void fw_define_settings(void);
-extern uint32 fw_share_of(uint32 total, int share);
-extern TimestampTz fw_clock_now(void);
-extern TimestampTz fw_displayable_time(int64 t);
+extern void fwsettings_define(void);
+extern uint32 fwsettings_share_of(uint32 total, int share);
+extern TimestampTz fwsettings_clock_now(void);
+extern TimestampTz fwsettings_displayable_time(int64 t);
 
 #endif							/* FW_SETTINGS_H */

@@ -30,7 +30,7 @@
  *	  them (fw_check), reads the clock while holding them all, decides every
  *	  window, writes the counters that spend (all or none), and releases the
  *	  locks before returning.  Calls sharing a counter are thus totally
- *	  ordered, each judged on the state the previous one left (fw_decide
+ *	  ordered, each judged on the state the previous one left (fwwindow_decide
  *	  copes with a clock that reads earlier than the state), and no call
  *	  spends in one window while another denies it.
  *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming and claiming an
@@ -203,24 +203,24 @@ static FwShmemUsage fw_last_no_room;
 static int	fw_my_database = FW_NO_ENTRY;
 static int	fw_my_role = FW_NO_ENTRY;
 
-static void fw_shmem_dump(int code, Datum arg);
-static void fw_shmem_load(void);
+static void fwshmem_dump(int code, Datum arg);
+static void fwshmem_load(void);
 
 static LWLock *
-fw_partition_lock(uint32 bucket)
+fwshmem_partition_lock(uint32 bucket)
 {
 	return &fw_shared->locks[bucket & (FW_NUM_PARTITIONS - 1)].lock;
 }
 
 static LWLock *
-fw_admin_lock(void)
+fwshmem_admin_lock(void)
 {
 	return &fw_shared->locks[FW_ADMIN_LOCK].lock;
 }
 
 /* Settings of shared memory, defined only while preloading. */
 void
-fw_shmem_define_settings(void)
+fwshmem_define_settings(void)
 {
 	/* the GUC machinery keeps the pointer: static, never freed */
 	static char max_counters_desc[200];
@@ -251,7 +251,7 @@ fw_shmem_define_settings(void)
 }
 
 static uint32
-fw_bucket_count(void)
+fwshmem_bucket_count(void)
 {
 	uint32		n = FW_NUM_PARTITIONS;
 
@@ -262,35 +262,35 @@ fw_bucket_count(void)
 
 /* The header, then the buckets, then the slots, in one allocation. */
 static Size
-fw_buckets_offset(void)
+fwshmem_buckets_offset(void)
 {
 	return MAXALIGN(sizeof(FwShared));
 }
 
 static Size
-fw_slots_offset(void)
+fwshmem_slots_offset(void)
 {
-	return add_size(fw_buckets_offset(),
-					MAXALIGN(mul_size(fw_bucket_count(), sizeof(uint32))));
+	return add_size(fwshmem_buckets_offset(),
+					MAXALIGN(mul_size(fwshmem_bucket_count(), sizeof(uint32))));
 }
 
 static Size
-fw_shmem_size(void)
+fwshmem_size(void)
 {
-	return add_size(fw_slots_offset(), mul_size(fw_max_counters, sizeof(FwSlot)));
+	return add_size(fwshmem_slots_offset(), mul_size(fw_max_counters, sizeof(FwSlot)));
 }
 
 /* From shmem_request_hook (or _PG_init before 15). */
 void
-fw_shmem_request(void)
+fwshmem_request(void)
 {
-	RequestAddinShmemSpace(fw_shmem_size());
+	RequestAddinShmemSpace(fwshmem_size());
 	RequestNamedLWLockTranche(FW_LOCK_TRANCHE, FW_NUM_PARTITIONS + 1);
 }
 
 /* Empty the table: every bucket empty, every slot on the free list. */
 static void
-fw_shmem_clear(void)
+fwshmem_clear(void)
 {
 	uint32		i;
 
@@ -307,34 +307,34 @@ fw_shmem_clear(void)
 
 /* From shmem_startup_hook, under AddinShmemInitLock. */
 void
-fw_shmem_startup(void)
+fwshmem_startup(void)
 {
 	bool		found;
 
-	fw_shared = ShmemInitStruct("fixed_window", fw_shmem_size(), &found);
-	fw_buckets = (uint32 *) ((char *) fw_shared + fw_buckets_offset());
-	fw_slots = (FwSlot *) ((char *) fw_shared + fw_slots_offset());
+	fw_shared = ShmemInitStruct("fixed_window", fwshmem_size(), &found);
+	fw_buckets = (uint32 *) ((char *) fw_shared + fwshmem_buckets_offset());
+	fw_slots = (FwSlot *) ((char *) fw_shared + fwshmem_slots_offset());
 
 	if (!found)
 	{
 		fw_shared->locks = GetNamedLWLockTranche(FW_LOCK_TRANCHE);
-		fw_shared->nbuckets = fw_bucket_count();
+		fw_shared->nbuckets = fwshmem_bucket_count();
 		fw_shared->nslots = (uint32) fw_max_counters;
 		SpinLockInit(&fw_shared->mutex);
 
-		fw_shmem_clear();
+		fwshmem_clear();
 
 		/* the counters of the last clean shutdown, if saved */
-		fw_shmem_load();
+		fwshmem_load();
 	}
 
 	/* the postmaster saves the counters when it shuts down */
 	if (!IsUnderPostmaster)
-		on_shmem_exit(fw_shmem_dump, (Datum) 0);
+		on_shmem_exit(fwshmem_dump, (Datum) 0);
 }
 
 bool
-fw_shmem_available(void)
+fwshmem_available(void)
 {
 	return fw_shared != NULL;
 }
@@ -345,7 +345,7 @@ fw_shmem_available(void)
  * arguments and take the lock.
  */
 void
-fw_shmem_prefetch(uint32 hash)
+fwshmem_prefetch(uint32 hash)
 {
 	if (fw_shared != NULL)
 		FW_PREFETCH(&fw_buckets[hash & (fw_shared->nbuckets - 1)]);
@@ -360,9 +360,9 @@ fw_shmem_prefetch(uint32 hash)
  * to check that the chosen entry still holds no slot, and to write it.
  */
 static int
-fw_share_entry(FwShare *table, int n, Oid oid, bool claim)
+fwshmem_share_entry(FwShare *table, int n, Oid oid, bool claim)
 {
-	LWLock	   *admin = fw_admin_lock();
+	LWLock	   *admin = fwshmem_admin_lock();
 	bool		locked;
 	int			entry = FW_NO_ENTRY;
 	int			i;
@@ -414,7 +414,7 @@ fw_share_entry(FwShare *table, int n, Oid oid, bool claim)
  * partition lock held, since claiming may take the admin lock.
  */
 static void
-fw_my_owners(FwOwners *owners)
+fwshmem_my_owners(FwOwners *owners)
 {
 	owners->dbid = MyDatabaseId;
 
@@ -426,16 +426,16 @@ fw_my_owners(FwOwners *owners)
 
 	/* the entries of the last call, if still theirs (checked again later) */
 	if (fw_my_database == FW_NO_ENTRY || fw_shared->databases[fw_my_database].oid != owners->dbid)
-		fw_my_database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners->dbid, true);
+		fw_my_database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners->dbid, true);
 	if (fw_my_role == FW_NO_ENTRY || fw_shared->roles[fw_my_role].oid != owners->roleid)
-		fw_my_role = fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true);
+		fw_my_role = fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true);
 	owners->database = fw_my_database;
 	owners->role = fw_my_role;
 }
 
 /* Slots a counter with "len" bytes of name and key needs. */
 static uint32
-fw_slots_needed(int len)
+fwshmem_slots_needed(int len)
 {
 	if (len <= (int) FW_INLINE_TEXT)
 		return 1;
@@ -451,7 +451,7 @@ fw_slots_needed(int len)
  * another database or role since it was found: find them again and retry.
  */
 static FwApplyResult
-fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool *moved)
+fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool *moved)
 {
 	FwApplyResult result = FW_APPLY_OK;
 	uint32		i;
@@ -466,10 +466,12 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool 
 	else if (fw_shared->nfree < n)
 		result = FW_APPLY_FULL;
 	else if (owners->database == FW_NO_ENTRY ||
-			 fw_shared->databases[owners->database].slots + n > fw_share_of(fw_shared->nslots, fw_database_share))
+			 fw_shared->databases[owners->database].slots + n >
+			 fwsettings_share_of(fw_shared->nslots, fw_database_share))
 		result = FW_APPLY_DATABASE_FULL;
 	else if (owners->role == FW_NO_ENTRY ||
-			 fw_shared->roles[owners->role].slots + n > fw_share_of(fw_shared->nslots, fw_role_share))
+			 fw_shared->roles[owners->role].slots + n >
+			 fwsettings_share_of(fw_shared->nslots, fw_role_share))
 		result = FW_APPLY_ROLE_FULL;
 	if (result != FW_APPLY_OK)
 	{
@@ -479,11 +481,11 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool 
 		usage->nslots = fw_shared->nslots;
 		usage->nfree = fw_shared->nfree;
 		usage->needed = n;
-		usage->database_limit = fw_share_of(fw_shared->nslots, fw_database_share);
+		usage->database_limit = fwsettings_share_of(fw_shared->nslots, fw_database_share);
 		usage->database_known = (owners->database != FW_NO_ENTRY);
 		usage->database_slots = usage->database_known ?
 			fw_shared->databases[owners->database].slots : 0;
-		usage->role_limit = fw_share_of(fw_shared->nslots, fw_role_share);
+		usage->role_limit = fwsettings_share_of(fw_shared->nslots, fw_role_share);
 		usage->role_known = (owners->role != FW_NO_ENTRY);
 		usage->role_slots = usage->role_known ? fw_shared->roles[owners->role].slots : 0;
 	}
@@ -516,7 +518,7 @@ fw_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool 
 
 /* Give back a counter's slots, already unlinked from its bucket. */
 static void
-fw_free_slots(uint32 slot)
+fwshmem_free_slots(uint32 slot)
 {
 	uint32		database = fw_slots[slot].counter.database;
 	uint32		role = fw_slots[slot].counter.role;
@@ -537,7 +539,7 @@ fw_free_slots(uint32 slot)
 	SpinLockRelease(&fw_shared->mutex);
 }
 
-/* What fw_counter_text does with a counter's text. */
+/* What fwshmem_counter_text does with a counter's text. */
 typedef enum FwTextOp
 {
 	FW_TEXT_STORE,				/* copy the identity's name and key into it */
@@ -547,7 +549,7 @@ typedef enum FwTextOp
 
 /* The length of id's name as stored (FW_MAX_STORED_NAME). */
 static inline int
-fw_stored_name_len(const FwIdentity *id)
+fwshmem_stored_name_len(const FwIdentity *id)
 {
 	return id->name_len + (id->period_id_len > 0 ? 1 + id->period_id_len : 0);
 }
@@ -558,7 +560,7 @@ fw_stored_name_len(const FwIdentity *id)
  * with dst and return whether they are equal.
  */
 static bool
-fw_identity_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare)
+fwshmem_identity_piece(const FwIdentity *id, int offset, char *dst, int len, bool compare)
 {
 	const char *parts[4];
 	int			lens[4];
@@ -601,8 +603,8 @@ fw_identity_piece(const FwIdentity *id, int offset, char *dst, int len, bool com
  * FW_MAX_STORED_NAME).
  */
 static void
-fw_split_stored_name(const char *stored, int len, const char **name, int *name_len,
-					 const char **period_id, int *period_id_len)
+fwshmem_split_stored_name(const char *stored, int len, const char **name, int *name_len,
+						  const char **period_id, int *period_id_len)
 {
 	const char *zero = memchr(stored, '\0', len);
 
@@ -618,7 +620,7 @@ fw_split_stored_name(const char *stored, int len, const char **name, int *name_l
  * load the text into buf.
  */
 static bool
-fw_counter_text(FwCounter *counter, FwTextOp op, const FwIdentity *id, char *buf)
+fwshmem_counter_text(FwCounter *counter, FwTextOp op, const FwIdentity *id, char *buf)
 {
 	int			total = counter->name_len + counter->key_len;
 	char	   *piece = counter->text;
@@ -632,7 +634,7 @@ fw_counter_text(FwCounter *counter, FwTextOp op, const FwIdentity *id, char *buf
 
 		if (op == FW_TEXT_LOAD)
 			memcpy(buf + offset, piece, len);
-		else if (!fw_identity_piece(id, offset, piece, len, op == FW_TEXT_COMPARE))
+		else if (!fwshmem_identity_piece(id, offset, piece, len, op == FW_TEXT_COMPARE))
 			return false;
 		offset += len;
 		if (offset < total)
@@ -650,7 +652,7 @@ fw_counter_text(FwCounter *counter, FwTextOp op, const FwIdentity *id, char *buf
  * before it in the chain (FW_NIL if first), for unlinking.
  */
 static uint32
-fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
+fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
 {
 	uint32		slot;
 
@@ -661,9 +663,9 @@ fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
 
 		if (counter->hash == id->hash &&
 			counter->dbid == id->dbid &&
-			counter->name_len == fw_stored_name_len(id) &&
+			counter->name_len == fwshmem_stored_name_len(id) &&
 			counter->key_len == id->key_len &&
-			fw_counter_text(counter, FW_TEXT_COMPARE, id, NULL))
+			fwshmem_counter_text(counter, FW_TEXT_COMPARE, id, NULL))
 			return slot;
 		*prev = slot;
 	}
@@ -675,25 +677,25 @@ fw_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
  * owners; *slot is set to it.
  */
 static FwApplyResult
-fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *slot,
-		  bool *moved)
+fwshmem_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *slot,
+			   bool *moved)
 {
 	FwApplyResult result;
 	FwCounter  *counter;
 
-	result = fw_alloc_slots(fw_slots_needed(fw_stored_name_len(id) + id->key_len), owners, true,
-							slot, moved);
+	result = fwshmem_alloc_slots(fwshmem_slots_needed(fwshmem_stored_name_len(id) + id->key_len),
+								 owners, true, slot, moved);
 	if (result != FW_APPLY_OK || *moved)
 		return result;
 	counter = &fw_slots[*slot].counter;
 	counter->overflow = fw_slots[*slot].overflow.next;
 	counter->hash = id->hash;
 	counter->dbid = id->dbid;
-	counter->name_len = (uint16) fw_stored_name_len(id);
+	counter->name_len = (uint16) fwshmem_stored_name_len(id);
 	counter->key_len = (uint16) id->key_len;
 	counter->database = (uint16) owners->database;
 	counter->role = (uint16) owners->role;
-	fw_counter_text(counter, FW_TEXT_STORE, id, NULL);
+	fwshmem_counter_text(counter, FW_TEXT_STORE, id, NULL);
 	counter->next = fw_buckets[bucket];
 	fw_buckets[bucket] = *slot;
 	return FW_APPLY_OK;
@@ -701,18 +703,18 @@ fw_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *s
 
 /* Unlink a counter from its bucket and give its slots back. */
 static void
-fw_remove(uint32 bucket, uint32 slot, uint32 prev)
+fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev)
 {
 	if (prev == FW_NIL)
 		fw_buckets[bucket] = fw_slots[slot].counter.next;
 	else
 		fw_slots[prev].counter.next = fw_slots[slot].counter.next;
-	fw_free_slots(slot);
+	fwshmem_free_slots(slot);
 }
 
 /* A counter may become reclaimable before the others: lower the hint. */
 static void
-fw_lower_reclaim_hint(int64 window_end)
+fwshmem_lower_reclaim_hint(int64 window_end)
 {
 	uint64		hint = pg_atomic_read_u64(&fw_shared->reclaim_after);
 
@@ -723,7 +725,7 @@ fw_lower_reclaim_hint(int64 window_end)
 
 /* The partitions of a call's counters, each once, in ascending order. */
 static int
-fw_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
+fwshmem_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
 {
 	int			count = 0;
 	int			i;
@@ -754,7 +756,7 @@ fw_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
  * Apply one call to its counters: lock the partitions of all of them, in
  * ascending order, so that calls sharing counters are totally ordered and
  * never deadlock; decide the call on the states found (none for a new key)
- * at the time read under the locks (fw_decide_call); and write the states
+ * at the time read under the locks (fwdecide_call); and write the states
  * of the counters that spend, creating those the call creates (FwOutcome).
  * Either every counter that changes is written or none is: new counters are
  * created first, and taken out again if one finds no room.  A check
@@ -762,8 +764,8 @@ fw_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
  * checked for room, so that fw_check says what fw_limit would do.
  */
 static FwApplyResult
-fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcome,
-					bool *moved)
+fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcome,
+				   bool *moved)
 {
 	uint32		buckets[FW_MAX_WINDOWS];
 	int			partitions[FW_MAX_WINDOWS];
@@ -778,7 +780,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 	int			i;
 
 	*moved = false;
-	nlocks = fw_call_partitions(call, buckets, partitions);
+	nlocks = fwshmem_call_partitions(call, buckets, partitions);
 	for (i = 0; i < nlocks; i++)
 		LWLockAcquire(&fw_shared->locks[partitions[i]].lock, mode);
 
@@ -787,7 +789,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 		uint32		prev;
 
 		found[i] = NULL;
-		slots[i] = fw_find(buckets[i], &call->ids[i], &prev);
+		slots[i] = fwshmem_find(buckets[i], &call->ids[i], &prev);
 		if (slots[i] != FW_NIL)
 		{
 			FwCounterData *data = &fw_slots[slots[i]].counter.data;
@@ -799,7 +801,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 		}
 	}
 
-	result = fw_decide_call(call, found, fw_clock_now(), outcome);
+	result = fwdecide_call(call, found, fwsettings_clock_now(), outcome);
 
 	/* the counters a spending call creates (see FwOutcome) */
 	for (i = 0; result == FW_APPLY_OK && i < call->n; i++)
@@ -809,16 +811,16 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 		if (call->mode == FW_MODE_CHECK)
 		{
 			/* fw_limit would create it */
-			needed += fw_slots_needed(fw_stored_name_len(&call->ids[i]) + call->ids[i].key_len);
+			needed += fwshmem_slots_needed(fwshmem_stored_name_len(&call->ids[i]) + call->ids[i].key_len);
 			continue;
 		}
-		result = fw_insert(buckets[i], &call->ids[i], owners, &slots[i], moved);
+		result = fwshmem_insert(buckets[i], &call->ids[i], owners, &slots[i], moved);
 		if (result == FW_APPLY_OK && *moved)
 			result = FW_APPLY_FULL; /* taken out below, then tried again */
 		created[i] = (result == FW_APPLY_OK);
 	}
 	if (needed > 0)
-		result = fw_alloc_slots(needed, owners, false, NULL, moved);
+		result = fwshmem_alloc_slots(needed, owners, false, NULL, moved);
 
 	for (i = 0; i < call->n; i++)
 	{
@@ -835,8 +837,8 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 			{
 				uint32		prev;
 
-				(void) fw_find(buckets[i], &call->ids[i], &prev);
-				fw_remove(buckets[i], slots[i], prev);
+				(void) fwshmem_find(buckets[i], &call->ids[i], &prev);
+				fwshmem_unlink(buckets[i], slots[i], prev);
 			}
 			continue;
 		}
@@ -849,7 +851,7 @@ fw_shmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outco
 			counter->data.capacity = call->limits[i].capacity;
 			counter->data.userid = GetUserId();
 		}
-		fw_lower_reclaim_hint(d->state.window_end);
+		fwshmem_lower_reclaim_hint(d->state.window_end);
 	}
 
 	for (i = nlocks - 1; i >= 0; i--)
@@ -873,7 +875,7 @@ typedef enum FwWalkMode
 typedef bool (*FwSlotVisitor) (FwCounter *counter, void *arg);
 
 static void
-fw_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMode mode)
+fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMode mode)
 {
 	LWLock	   *lock = &fw_shared->locks[partition].lock;
 	uint32		bucket;
@@ -890,7 +892,7 @@ fw_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMode mo
 			uint32		next = fw_slots[slot].counter.next;
 
 			if (visitor(&fw_slots[slot].counter, arg) && mode == FW_WALK_REMOVE)
-				fw_remove(bucket, slot, prev);
+				fwshmem_unlink(bucket, slot, prev);
 			else
 				prev = slot;
 			slot = next;
@@ -901,21 +903,21 @@ fw_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMode mo
 }
 
 static void
-fw_walk(FwSlotVisitor visitor, void *arg, FwWalkMode mode)
+fwshmem_walk(FwSlotVisitor visitor, void *arg, FwWalkMode mode)
 {
 	int			partition;
 
 	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
-		fw_walk_partition(partition, visitor, arg, mode);
+		fwshmem_walk_partition(partition, visitor, arg, mode);
 }
 
 /* A counter's name and key, back to back, in a palloc'd buffer. */
 static char *
-fw_counter_copy_text(FwCounter *counter)
+fwshmem_counter_copy_text(FwCounter *counter)
 {
 	char	   *text = palloc(counter->name_len + counter->key_len + 1);
 
-	fw_counter_text(counter, FW_TEXT_LOAD, NULL, text);
+	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
 	text[counter->name_len + counter->key_len] = '\0';
 	return text;
 }
@@ -931,12 +933,12 @@ typedef struct FwForeach
 
 /* A counter of the current database as its view, name and key copied. */
 static void
-fw_counter_view(FwCounter *counter, FwCounterView *view)
+fwshmem_counter_view(FwCounter *counter, FwCounterView *view)
 {
-	char	   *text = fw_counter_copy_text(counter);
+	char	   *text = fwshmem_counter_copy_text(counter);
 
-	fw_split_stored_name(text, counter->name_len, &view->name, &view->name_len,
-						 &view->period_id, &view->period_id_len);
+	fwshmem_split_stored_name(text, counter->name_len, &view->name, &view->name_len,
+							  &view->period_id, &view->period_id_len);
 	view->key = text + counter->name_len;
 	view->key_len = counter->key_len;
 	view->data = counter->data;
@@ -944,7 +946,7 @@ fw_counter_view(FwCounter *counter, FwCounterView *view)
 
 /* Removal walks: the visitor decides under the partition's lock. */
 static bool
-fw_foreach_visit(FwCounter *counter, void *arg)
+fwshmem_foreach_visit(FwCounter *counter, void *arg)
 {
 	FwForeach  *foreach = (FwForeach *) arg;
 	FwCounterView view;
@@ -952,7 +954,7 @@ fw_foreach_visit(FwCounter *counter, void *arg)
 
 	if (counter->dbid != MyDatabaseId)
 		return false;
-	fw_counter_view(counter, &view);
+	fwshmem_counter_view(counter, &view);
 	remove = foreach->visitor(&view, foreach->arg);
 	pfree((char *) view.name);
 	return remove;
@@ -960,7 +962,7 @@ fw_foreach_visit(FwCounter *counter, void *arg)
 
 /* Read walks: copy the counters, to be visited once the lock is released. */
 static bool
-fw_foreach_copy(FwCounter *counter, void *arg)
+fwshmem_foreach_copy(FwCounter *counter, void *arg)
 {
 	FwForeach  *foreach = (FwForeach *) arg;
 
@@ -971,7 +973,7 @@ fw_foreach_copy(FwCounter *counter, void *arg)
 		foreach->maxviews *= 2;
 		foreach->views = repalloc(foreach->views, foreach->maxviews * sizeof(FwCounterView));
 	}
-	fw_counter_view(counter, &foreach->views[foreach->nviews++]);
+	fwshmem_counter_view(counter, &foreach->views[foreach->nviews++]);
 	return false;
 }
 
@@ -983,7 +985,7 @@ fw_foreach_copy(FwCounter *counter, void *arg)
  * tuplestore, which may go to disk) never holds up the calls.
  */
 void
-fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
+fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 {
 	FwForeach	foreach = {visitor, arg, NULL, 0, 0};
 	int			partition;
@@ -993,14 +995,14 @@ fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 		return;
 	if (may_remove)
 	{
-		fw_walk(fw_foreach_visit, &foreach, FW_WALK_REMOVE);
+		fwshmem_walk(fwshmem_foreach_visit, &foreach, FW_WALK_REMOVE);
 		return;
 	}
 	foreach.maxviews = 64;
 	foreach.views = palloc(foreach.maxviews * sizeof(FwCounterView));
 	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
 	{
-		fw_walk_partition(partition, fw_foreach_copy, &foreach, FW_WALK_READ);
+		fwshmem_walk_partition(partition, fwshmem_foreach_copy, &foreach, FW_WALK_READ);
 		for (i = 0; i < foreach.nviews; i++)
 		{
 			(void) visitor(&foreach.views[i], arg);
@@ -1013,7 +1015,7 @@ fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 
 /* Remove the counter of id, if there is one; returns whether there was. */
 bool
-fw_shmem_remove(const FwIdentity *id)
+fwshmem_remove(const FwIdentity *id)
 {
 	uint32		bucket;
 	LWLock	   *lock;
@@ -1023,12 +1025,12 @@ fw_shmem_remove(const FwIdentity *id)
 	if (fw_shared == NULL)
 		return false;
 	bucket = id->hash & (fw_shared->nbuckets - 1);
-	lock = fw_partition_lock(bucket);
+	lock = fwshmem_partition_lock(bucket);
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
-	slot = fw_find(bucket, id, &prev);
+	slot = fwshmem_find(bucket, id, &prev);
 	if (slot != FW_NIL)
-		fw_remove(bucket, slot, prev);
+		fwshmem_unlink(bucket, slot, prev);
 	LWLockRelease(lock);
 	return slot != FW_NIL;
 }
@@ -1056,7 +1058,7 @@ typedef struct FwReclaim
 } FwReclaim;
 
 static bool
-fw_reclaim_visit(FwCounter *counter, void *arg)
+fwshmem_reclaim_visit(FwCounter *counter, void *arg)
 {
 	FwReclaim  *reclaim = (FwReclaim *) arg;
 
@@ -1070,11 +1072,11 @@ fw_reclaim_visit(FwCounter *counter, void *arg)
 }
 
 static uint32
-fw_reclaim(TimestampTz now)
+fwshmem_reclaim(TimestampTz now)
 {
 	FwReclaim	reclaim = {now, PG_INT64_MAX, 0};
 
-	Assert(LWLockHeldByMeInMode(fw_admin_lock(), LW_EXCLUSIVE));
+	Assert(LWLockHeldByMeInMode(fwshmem_admin_lock(), LW_EXCLUSIVE));
 
 	if (now < (int64) pg_atomic_read_u64(&fw_shared->reclaim_after))
 		return 0;
@@ -1084,24 +1086,17 @@ fw_reclaim(TimestampTz now)
 	 * is in the table, and the walk finds it.
 	 */
 	pg_atomic_write_u64(&fw_shared->reclaim_after, (uint64) PG_INT64_MAX);
-	fw_walk(fw_reclaim_visit, &reclaim, FW_WALK_REMOVE);
-	fw_lower_reclaim_hint(reclaim.next);
+	fwshmem_walk(fwshmem_reclaim_visit, &reclaim, FW_WALK_REMOVE);
+	fwshmem_lower_reclaim_hint(reclaim.next);
 	return reclaim.freed;
 }
 
-/*
- * Apply one call (see fw_shmem_apply_once).  When there is no room for a
- * new counter, take the admin lock -- waiting for a backend that is
- * reclaiming -- and try again; if there is still no room, reclaim and try
- * once more.  So FW_APPLY_FULL or FW_APPLY_DATABASE_FULL comes back only
- * when, at that moment, no counter's window had ended.
- */
 /*
  * Apply once, finding the owners' entries again while another database or
  * role takes them between the lookup and the allocation.
  */
 static FwApplyResult
-fw_shmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
+fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
 {
 	FwApplyResult result;
 	bool		moved;
@@ -1109,18 +1104,18 @@ fw_shmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
 
 	for (attempt = 0; attempt < FW_OWNER_ATTEMPTS; attempt++)
 	{
-		result = fw_shmem_apply_once(call, owners, outcome, &moved);
+		result = fwshmem_apply_once(call, owners, outcome, &moved);
 		if (!moved)
 			return result;
 		CHECK_FOR_INTERRUPTS();
 		fw_my_database = fw_my_role = FW_NO_ENTRY;
-		fw_my_owners(owners);
+		fwshmem_my_owners(owners);
 	}
 	return FW_APPLY_ROLE_FULL;	/* entries kept moving: as if none were free */
 }
 
 /*
- * Apply one call (see fw_shmem_apply_once).  When there is no room for a
+ * Apply one call (see fwshmem_apply_once).  When there is no room for a
  * new counter, take the admin lock -- waiting for a backend that is
  * reclaiming -- and try again; if there is still no room, reclaim, find the
  * database's and role's entries again (a reclaim may have freed some), and
@@ -1128,31 +1123,31 @@ fw_shmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
  * counter's window had ended.
  */
 FwApplyResult
-fw_shmem_apply(const FwCall *call, FwOutcome *outcome)
+fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 {
 	FwOwners	owners;
 	FwApplyResult result;
 
 	Assert(call->n > 0 && call->ids[0].dbid == MyDatabaseId);
-	fw_my_owners(&owners);
-	result = fw_shmem_apply_owned(call, &owners, outcome);
-	if (!fw_apply_no_room(result))
+	fwshmem_my_owners(&owners);
+	result = fwshmem_apply_owned(call, &owners, outcome);
+	if (!fwdecide_no_room(result))
 		return result;
 
-	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	result = fw_shmem_apply_owned(call, &owners, outcome);
+	LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+	result = fwshmem_apply_owned(call, &owners, outcome);
 
 	/*
 	 * Judged no later than the real clock, so that a session whose
 	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
 	 */
-	if (fw_apply_no_room(result) &&
-		fw_reclaim(Min(outcome->decisions[0].now, GetCurrentTimestamp())) > 0)
+	if (fwdecide_no_room(result) &&
+		fwshmem_reclaim(Min(outcome->decisions[0].now, GetCurrentTimestamp())) > 0)
 	{
-		fw_my_owners(&owners);
-		result = fw_shmem_apply_owned(call, &owners, outcome);
+		fwshmem_my_owners(&owners);
+		result = fwshmem_apply_owned(call, &owners, outcome);
 	}
-	LWLockRelease(fw_admin_lock());
+	LWLockRelease(fwshmem_admin_lock());
 	return result;
 }
 
@@ -1161,7 +1156,7 @@ fw_shmem_apply(const FwCall *call, FwOutcome *outcome)
  * new counter, as read under the mutex when that was decided.
  */
 void
-fw_shmem_no_room_usage(FwShmemUsage *usage)
+fwshmem_no_room_usage(FwShmemUsage *usage)
 {
 	*usage = fw_last_no_room;
 }
@@ -1172,22 +1167,22 @@ fw_shmem_no_room_usage(FwShmemUsage *usage)
  * is released.  No backend is connected to it any more.
  */
 static bool
-fw_drop_visit(FwCounter *counter, void *arg)
+fwshmem_drop_visit(FwCounter *counter, void *arg)
 {
 	return counter->dbid == *(Oid *) arg;
 }
 
 void
-fw_shmem_drop_database(Oid dbid)
+fwshmem_drop_database(Oid dbid)
 {
 	int			database;
 
 	if (fw_shared == NULL)
 		return;
-	fw_walk(fw_drop_visit, &dbid, FW_WALK_REMOVE);
+	fwshmem_walk(fwshmem_drop_visit, &dbid, FW_WALK_REMOVE);
 
-	LWLockAcquire(fw_admin_lock(), LW_EXCLUSIVE);
-	database = fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
+	LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+	database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
 	if (database != FW_NO_ENTRY)
 	{
 		SpinLockAcquire(&fw_shared->mutex);
@@ -1195,7 +1190,7 @@ fw_shmem_drop_database(Oid dbid)
 		fw_shared->databases[database].slots = 0;
 		SpinLockRelease(&fw_shared->mutex);
 	}
-	LWLockRelease(fw_admin_lock());
+	LWLockRelease(fwshmem_admin_lock());
 }
 
 /*
@@ -1234,7 +1229,7 @@ typedef struct FwDumpRecord
  * get_controlfile() would raise an ERROR, FATAL in the exiting postmaster.
  */
 static bool
-fw_clean_shutdown(void)
+fwshmem_clean_shutdown(void)
 {
 	ControlFileData control;
 	int			fd = OpenTransientFile(XLOG_CONTROL_FILE, O_RDONLY | PG_BINARY);
@@ -1257,7 +1252,7 @@ typedef struct FwDump
 } FwDump;
 
 static void
-fw_dump_write(FwDump *dump, const void *data, size_t len)
+fwshmem_dump_write(FwDump *dump, const void *data, size_t len)
 {
 	COMP_CRC32C(dump->crc, data, len);
 	if (dump->ok && fwrite(data, 1, len, dump->file) != len)
@@ -1265,7 +1260,7 @@ fw_dump_write(FwDump *dump, const void *data, size_t len)
 }
 
 static bool
-fw_dump_visit(FwCounter *counter, void *arg)
+fwshmem_dump_visit(FwCounter *counter, void *arg)
 {
 	FwDump	   *dump = (FwDump *) arg;
 	FwDumpRecord record;
@@ -1281,14 +1276,14 @@ fw_dump_visit(FwCounter *counter, void *arg)
 	record.key_len = counter->key_len;
 	record.data = counter->data;
 	/* no palloc in the exiting postmaster: the text goes through the stack */
-	fw_counter_text(counter, FW_TEXT_LOAD, NULL, text);
-	fw_dump_write(dump, &record, sizeof(record));
-	fw_dump_write(dump, text, counter->name_len + counter->key_len);
+	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
+	fwshmem_dump_write(dump, &record, sizeof(record));
+	fwshmem_dump_write(dump, text, counter->name_len + counter->key_len);
 	return false;
 }
 
 static void
-fw_shmem_dump(int code, Datum arg)
+fwshmem_dump(int code, Datum arg)
 {
 	FwDump		dump = {NULL, 0, 0, true};
 	FwDumpHeader header = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
@@ -1301,19 +1296,19 @@ fw_shmem_dump(int code, Datum arg)
 	 */
 	if (code != 0 || fw_shared == NULL || !fw_save)
 		return;
-	if (!fw_clean_shutdown())
+	if (!fwshmem_clean_shutdown())
 		return;
 
 	/* the postmaster alone is left: the walks need no locks */
-	fw_walk(fw_dump_visit, &dump, FW_WALK_UNLOCKED);
+	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
 	header.count = dump.count;
 
 	dump.file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
 	if (dump.file == NULL)
 		goto error;
 	INIT_CRC32C(dump.crc);
-	fw_dump_write(&dump, &header, sizeof(header));
-	fw_walk(fw_dump_visit, &dump, FW_WALK_UNLOCKED);
+	fwshmem_dump_write(&dump, &header, sizeof(header));
+	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
 	FIN_CRC32C(dump.crc);
 	if (!dump.ok || fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
 		goto error;
@@ -1328,7 +1323,7 @@ fw_shmem_dump(int code, Datum arg)
 error:
 	ereport(LOG,
 			(errcode_for_file_access(),
-			 errmsg("could not write file \"%s\": %m", FW_DUMP_FILE ".tmp")));
+			errmsg("could not write file \"%s\": %m", FW_DUMP_FILE ".tmp")));
 	if (dump.file)
 		FreeFile(dump.file);
 	unlink(FW_DUMP_FILE ".tmp");
@@ -1336,7 +1331,7 @@ error:
 
 /* Called while shared memory is created, under AddinShmemInitLock. */
 static void
-fw_shmem_load(void)
+fwshmem_load(void)
 {
 	FILE	   *file;
 	char	   *data = NULL;
@@ -1365,7 +1360,7 @@ fw_shmem_load(void)
 		if (errno != ENOENT)
 			ereport(LOG,
 					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
+					errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
 		return;
 	}
 	/* whatever happens next, this file is not read twice */
@@ -1380,8 +1375,8 @@ fw_shmem_load(void)
 	{
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory reading file \"%s\"", FW_DUMP_FILE),
-				 errdetail("The file is %ld bytes; the counters start empty.", size)));
+				errmsg("out of memory reading file \"%s\"", FW_DUMP_FILE),
+				errdetail("The file is %ld bytes; the counters start empty.", size)));
 		goto done;
 	}
 	if (fread(data, 1, size, file) != (size_t) size)
@@ -1423,9 +1418,9 @@ fw_shmem_load(void)
 			end - p < record.name_len + record.key_len)
 			goto bad_file;
 
-		fw_split_stored_name(p, record.name_len, &name, &name_len, &period_id, &period_id_len);
-		fw_identity_init_db(&id, record.dbid, name, name_len, period_id, period_id_len,
-							p + record.name_len, record.key_len);
+		fwshmem_split_stored_name(p, record.name_len, &name, &name_len, &period_id, &period_id_len);
+		fwidentity_init_db(&id, record.dbid, name, name_len, period_id, period_id_len,
+						   p + record.name_len, record.key_len);
 		p += record.name_len + record.key_len;
 
 		/*
@@ -1439,17 +1434,17 @@ fw_shmem_load(void)
 		/* the last caller's role stands for the one that created it */
 		owners.dbid = record.dbid;
 		owners.database = OidIsValid(owners.dbid) ?
-			fw_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true) : FW_NO_ENTRY;
+			fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true) : FW_NO_ENTRY;
 		owners.roleid = record.data.userid;
 		owners.role = OidIsValid(owners.roleid) ?
-			fw_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true) : FW_NO_ENTRY;
-		result = fw_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
+			fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true) : FW_NO_ENTRY;
+		result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
 		if (result == FW_APPLY_FULL)
 			break;				/* a smaller max_counters: keep what fits */
 		if (result != FW_APPLY_OK)
 			continue;			/* more than a share */
 		fw_slots[slot].counter.data = record.data;
-		fw_lower_reclaim_hint(record.data.window_end);
+		fwshmem_lower_reclaim_hint(record.data.window_end);
 		loaded++;
 	}
 	if (i == header.count && p != end)
@@ -1457,20 +1452,20 @@ fw_shmem_load(void)
 	pfree(data);
 	ereport(LOG,
 			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count),
-			 errdetail("Counters whose windows ended, or beyond a database's or role's share, are not loaded.")));
+			errdetail("Counters whose windows ended, or beyond a database's or role's share, are not loaded.")));
 	return;
 
 read_error:
 	ereport(LOG,
 			(errcode_for_file_access(),
-			 errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
+			errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
 	goto done;
 bad_file:
 	ereport(LOG,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
-			 errdetail("The file is truncated, corrupt or of another format; the counters start empty.")));
-	fw_shmem_clear();			/* forget whatever was loaded from it */
+			errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
+			errdetail("The file is truncated, corrupt or of another format; the counters start empty.")));
+	fwshmem_clear();			/* forget whatever was loaded from it */
 done:
 	if (file)
 		FreeFile(file);

@@ -28,15 +28,15 @@ typedef struct FwShmemUsage
 
 extern int	fw_max_counters;
 
-extern void fw_shmem_define_settings(void);
-extern void fw_shmem_request(void);
-extern void fw_shmem_startup(void);
-extern bool fw_shmem_available(void);
-extern void fw_shmem_prefetch(uint32 hash);
-extern FwApplyResult fw_shmem_apply(const FwCall *call, FwOutcome *outcome);
-extern void fw_shmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
-extern bool fw_shmem_remove(const FwIdentity *id);
-extern void fw_shmem_drop_database(Oid dbid);
-extern void fw_shmem_no_room_usage(FwShmemUsage *usage);
+extern void fwshmem_define_settings(void);
+extern void fwshmem_request(void);
+extern void fwshmem_startup(void);
+extern bool fwshmem_available(void);
+extern void fwshmem_prefetch(uint32 hash);
+extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
+extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
+extern bool fwshmem_remove(const FwIdentity *id);
+extern void fwshmem_drop_database(Oid dbid);
+extern void fwshmem_no_room_usage(FwShmemUsage *usage);
 
 #endif							/* FW_SHMEM_STORE_H */

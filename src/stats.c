@@ -79,7 +79,7 @@ static HTAB *fw_stats_hash = NULL;
 
 /* Keys hash and compare on their first name_len bytes of name only. */
 static uint32
-fw_stats_key_hash(const void *key, Size keysize)
+fwstats_key_hash(const void *key, Size keysize)
 {
 	const FwStatsKey *k = (const FwStatsKey *) key;
 	int			len = Max(k->name_len, 0);
@@ -89,7 +89,7 @@ fw_stats_key_hash(const void *key, Size keysize)
 }
 
 static int
-fw_stats_key_compare(const void *key1, const void *key2, Size keysize)
+fwstats_key_compare(const void *key1, const void *key2, Size keysize)
 {
 	const FwStatsKey *a = (const FwStatsKey *) key1;
 	const FwStatsKey *b = (const FwStatsKey *) key2;
@@ -100,7 +100,7 @@ fw_stats_key_compare(const void *key1, const void *key2, Size keysize)
 }
 
 void
-fw_stats_request(void)
+fwstats_request(void)
 {
 	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(FwStats)),
 									hash_estimate_size(FW_STATS_ENTRIES, sizeof(FwStatsEntry))));
@@ -109,7 +109,7 @@ fw_stats_request(void)
 
 /* Called under AddinShmemInitLock. */
 void
-fw_stats_startup(void)
+fwstats_startup(void)
 {
 	bool		found;
 	HASHCTL		info;
@@ -122,15 +122,15 @@ fw_stats_startup(void)
 	}
 	info.keysize = sizeof(FwStatsKey);
 	info.entrysize = sizeof(FwStatsEntry);
-	info.hash = fw_stats_key_hash;
-	info.match = fw_stats_key_compare;
+	info.hash = fwstats_key_hash;
+	info.match = fwstats_key_compare;
 	fw_stats_hash = ShmemInitHash("fixed_window stats hash",
 								  FW_STATS_ENTRIES, FW_STATS_ENTRIES, &info,
 								  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_FIXED_SIZE);
 }
 
 static void
-fw_stats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
+fwstats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
 {
 	key->dbid = dbid;
 	key->name_len = len;
@@ -140,7 +140,7 @@ fw_stats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
 
 /* How many names the database holds; under the exclusive lock. */
 static uint32
-fw_stats_named_in(Oid dbid)
+fwstats_named_in(Oid dbid)
 {
 	HASH_SEQ_STATUS status;
 	FwStatsEntry *entry;
@@ -154,7 +154,7 @@ fw_stats_named_in(Oid dbid)
 }
 
 static FwStatsEntry *
-fw_stats_add(const FwStatsKey *key)
+fwstats_add(const FwStatsKey *key)
 {
 	bool		found;
 	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_ENTER_NULL, &found);
@@ -166,7 +166,7 @@ fw_stats_add(const FwStatsKey *key)
 		pg_atomic_init_u64(&entry->denied, 0);
 		pg_atomic_init_u64(&entry->shadow_denied, 0);
 		pg_atomic_init_u64(&entry->last_denied_at, 0);
-		pg_atomic_init_u64(&entry->since, (uint64) fw_clock_now());
+		pg_atomic_init_u64(&entry->since, (uint64) fwsettings_clock_now());
 		entry->database_bound = 0;
 		if (key->name_len != FW_STATS_OVERFLOW)
 			fw_stats->named++;
@@ -179,21 +179,21 @@ fw_stats_add(const FwStatsKey *key)
  * may not have one, its database's overflow entry.
  */
 static FwStatsEntry *
-fw_stats_enter(const FwStatsKey *key)
+fwstats_enter(const FwStatsKey *key)
 {
 	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_FIND, NULL);
 	FwStatsKey	overflow;
-	uint32		database_limit = fw_share_of(FW_MAX_STATS, fw_database_share);
+	uint32		database_limit = fwsettings_share_of(FW_MAX_STATS, fw_database_share);
 	bool		database_bound;
 
 	if (entry != NULL)
 		return entry;
-	database_bound = fw_stats_named_in(key->dbid) >= database_limit;
+	database_bound = fwstats_named_in(key->dbid) >= database_limit;
 	if (fw_stats->named < FW_MAX_STATS && !database_bound &&
-		(entry = fw_stats_add(key)) != NULL)
+		(entry = fwstats_add(key)) != NULL)
 		return entry;
-	fw_stats_key_init(&overflow, key->dbid, NULL, FW_STATS_OVERFLOW);
-	entry = fw_stats_add(&overflow);
+	fwstats_key_init(&overflow, key->dbid, NULL, FW_STATS_OVERFLOW);
+	entry = fwstats_add(&overflow);
 	if (entry != NULL)
 		entry->database_bound = database_bound ? database_limit : 0;
 	return entry;
@@ -206,13 +206,13 @@ fw_stats_enter(const FwStatsKey *key)
  * full.  Under the shared lock, so that such calls need no exclusive lock.
  */
 static FwStatsEntry *
-fw_stats_overflow(Oid dbid)
+fwstats_overflow(Oid dbid)
 {
 	FwStatsKey	key;
 	FwStatsEntry *entry;
-	uint32		database_limit = fw_share_of(FW_MAX_STATS, fw_database_share);
+	uint32		database_limit = fwsettings_share_of(FW_MAX_STATS, fw_database_share);
 
-	fw_stats_key_init(&key, dbid, NULL, FW_STATS_OVERFLOW);
+	fwstats_key_init(&key, dbid, NULL, FW_STATS_OVERFLOW);
 	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
 	if (entry != NULL &&
 		(entry->database_bound == database_limit || fw_stats->named >= FW_MAX_STATS))
@@ -225,25 +225,25 @@ fw_stats_overflow(Oid dbid)
  * its limit or policy (id's name up to a zero byte), at decision->now.
  */
 void
-fw_stats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
+fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
 {
 	FwStatsKey	key;
 	FwStatsEntry *entry;
 
 	if (fw_stats == NULL)
 		return;
-	fw_stats_key_init(&key, id->dbid, id->name, id->name_len);
+	fwstats_key_init(&key, id->dbid, id->name, id->name_len);
 
 	LWLockAcquire(fw_stats->lock, LW_SHARED);
 	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
 	if (entry == NULL)
-		entry = fw_stats_overflow(id->dbid);
+		entry = fwstats_overflow(id->dbid);
 	if (entry == NULL)
 	{
 		/* a name seen for the first time: add it */
 		LWLockRelease(fw_stats->lock);
 		LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
-		entry = fw_stats_enter(&key);
+		entry = fwstats_enter(&key);
 	}
 	/* NULL only beyond FW_MAX_DATABASES databases with full statistics */
 	if (entry != NULL)
@@ -264,7 +264,7 @@ fw_stats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict
 
 /* Visit the statistics of a database, under the shared lock. */
 void
-fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
+fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 {
 	HASH_SEQ_STATUS status;
 	FwStatsEntry *entry;
@@ -297,7 +297,7 @@ fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
  * (fw_stats_reset), or the database is gone.
  */
 void
-fw_stats_forget_database(Oid dbid)
+fwstats_forget_database(Oid dbid)
 {
 	HASH_SEQ_STATUS status;
 	FwStatsEntry *entry;

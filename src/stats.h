@@ -30,11 +30,11 @@ typedef struct FwStatsView
 
 typedef void (*FwStatsVisitor) (const FwStatsView *stats, void *arg);
 
-extern void fw_stats_request(void);
-extern void fw_stats_startup(void);
-extern void fw_stats_count(const FwIdentity *id, const FwDecision *decision,
-						   const FwVerdict *verdict);
-extern void fw_stats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
-extern void fw_stats_forget_database(Oid dbid);
+extern void fwstats_request(void);
+extern void fwstats_startup(void);
+extern void fwstats_count(const FwIdentity *id, const FwDecision *decision,
+						  const FwVerdict *verdict);
+extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
+extern void fwstats_forget_database(Oid dbid);
 
 #endif							/* FW_STATS_H */

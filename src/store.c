@@ -25,38 +25,38 @@
 
 /* Where counters live, by fixed_window.storage. */
 bool
-fw_use_shmem(void)
+fwstore_use_shmem(void)
 {
 	if (fw_storage == FW_STORAGE_TABLE)
 		return false;
-	if (fw_storage == FW_STORAGE_SHMEM && !fw_shmem_available())
+	if (fw_storage == FW_STORAGE_SHMEM && !fwshmem_available())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("fixed_window must be loaded via shared_preload_libraries to keep counters in shared memory"),
-				 errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server, "
-						 "or set fixed_window.storage to auto or table.")));
-	return fw_shmem_available();
+				errmsg("fixed_window must be loaded via shared_preload_libraries to keep counters in shared memory"),
+				errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server, "
+						"or set fixed_window.storage to auto or table.")));
+	return fwshmem_available();
 }
 
 /* Start loading the counters' memory while the caller does other work. */
 void
-fw_prefetch(const FwCall *call)
+fwstore_prefetch(const FwCall *call)
 {
 	int			i;
 
 	for (i = 0; i < call->n; i++)
-		fw_shmem_prefetch(call->ids[i].hash);
+		fwshmem_prefetch(call->ids[i].hash);
 }
 
 /* Say why shared memory has no room for a new counter. */
 static void
-fw_full_detail(FwApplyResult result)
+fwstore_full_detail(FwApplyResult result)
 {
 	FwShmemUsage usage;
 	Oid			roleid = GetSessionUserId();
 	const char *rolename = GetUserNameFromId(roleid, true);
 
-	fw_shmem_no_room_usage(&usage);
+	fwshmem_no_room_usage(&usage);
 	if (result == FW_APPLY_FULL && usage.nfree > 0)
 		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
 				  usage.nslots, usage.nfree, usage.needed);
@@ -84,26 +84,26 @@ fw_full_detail(FwApplyResult result)
  * per call, under the name of the limit or policy.
  */
 void
-fw_apply(const FwCall *call, FwOutcome *outcome)
+fwstore_apply(const FwCall *call, FwOutcome *outcome)
 {
 	FwApplyResult result;
 	bool		full;
 
-	if (fw_use_shmem())
+	if (fwstore_use_shmem())
 	{
-		result = fw_shmem_apply(call, outcome);
-		full = fw_apply_no_room(result);
+		result = fwshmem_apply(call, outcome);
+		full = fwdecide_no_room(result);
 		if (call->mode == FW_MODE_SPEND && (result == FW_APPLY_OK || (full && fw_fail_open)))
-			fw_stats_count(&call->ids[0], &outcome->decisions[0], &outcome->verdict);
+			fwstats_count(&call->ids[0], &outcome->decisions[0], &outcome->verdict);
 	}
 	else
 	{
-		result = fw_table_apply(call, outcome);
+		result = fwtable_apply(call, outcome);
 		full = false;
 	}
 
 	if (result == FW_APPLY_OUT_OF_RANGE)
-		fw_window_range_error();
+		fwidentity_window_range_error();
 	if (full && fw_fail_open)
 	{
 		static TimestampTz last_warning = 0;
@@ -114,14 +114,14 @@ fw_apply(const FwCall *call, FwOutcome *outcome)
 		 * allowed, and not counted.  A denied call stays denied, but without
 		 * its counters no later time covers its cost: it promises none.
 		 */
-		fw_decide_no_promise(call, outcome);
+		fwdecide_no_promise(call, outcome);
 		if (TimestampDifferenceExceeds(last_warning, now, FW_FAIL_OPEN_WARNING_MS))
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
-					 fw_full_detail(result),
-					 errhint("Raise fixed_window.max_counters, fixed_window.database_share or fixed_window.role_share. This warning repeats at most once a minute per session.")));
+					errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
+					fwstore_full_detail(result),
+					errhint("Raise fixed_window.max_counters, fixed_window.database_share or fixed_window.role_share. This warning repeats at most once a minute per session.")));
 			last_warning = now;
 		}
 		return;
@@ -129,8 +129,8 @@ fw_apply(const FwCall *call, FwOutcome *outcome)
 	if (full)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("no room for a new rate limit counter"),
-				 fw_full_detail(result),
-				 errhint("Raise fixed_window.max_counters (restart), fixed_window.database_share or fixed_window.role_share (reload), "
-						 "or set fixed_window.fail_open to allow such calls uncounted.")));
+				errmsg("no room for a new rate limit counter"),
+				fwstore_full_detail(result),
+				errhint("Raise fixed_window.max_counters (restart), fixed_window.database_share or fixed_window.role_share (reload), "
+						"or set fixed_window.fail_open to allow such calls uncounted.")));
 }

@@ -12,8 +12,8 @@
 
 #include "decide.h"
 
-extern bool fw_use_shmem(void);
-extern void fw_prefetch(const FwCall *call);
-extern void fw_apply(const FwCall *call, FwOutcome *outcome);
+extern bool fwstore_use_shmem(void);
+extern void fwstore_prefetch(const FwCall *call);
+extern void fwstore_apply(const FwCall *call, FwOutcome *outcome);
 
 #endif							/* FW_STORE_H */

@@ -23,7 +23,7 @@
  * call locks the rows of its windows (one per period_id) in the order of
  * the primary key, after an advisory lock on the hash of (policy, key),
  * objsubid FW_LOCKTAG_KEY, held until the transaction ends (see
- * fw_lock_policy_key).  Different keys never wait for each other (unless
+ * fwtable_lock_policy_key).  Different keys never wait for each other (unless
  * their 64-bit hashes collide, which only adds a short wait).
  * fw_check takes no lock and writes nothing.
  *
@@ -127,7 +127,7 @@ static bool fw_table_stale = true;
 static bool fw_table_callback_registered = false;
 
 static void
-fw_table_invalidate(Datum arg, Oid relid)
+fwtable_invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == fw_table_relid)
 		fw_table_stale = true;
@@ -143,25 +143,25 @@ typedef struct FwTable
 } FwTable;
 
 static void
-fw_reinstall_error(void)
+fwtable_reinstall_error(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("the counter table of fixed_window is missing or altered"),
-			 errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
+			errmsg("the counter table of fixed_window is missing or altered"),
+			errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
 }
 
 
 /* The extension is not there: never installed, or dropped just now. */
 static void pg_attribute_noreturn()
-fw_missing_extension_error(bool dropped)
+fwtable_missing_extension_error(bool dropped)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 dropped ?
-			 errmsg("extension \"fixed_window\" was dropped during the call") :
-			 errmsg("extension \"fixed_window\" is not installed in this database"),
-			 errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
+			dropped ?
+			errmsg("extension \"fixed_window\" was dropped during the call") :
+			errmsg("extension \"fixed_window\" is not installed in this database"),
+			errhint("Run CREATE EXTENSION fixed_window, or preload the library to keep counters in shared memory.")));
 }
 
 /*
@@ -170,7 +170,7 @@ fw_missing_extension_error(bool dropped)
  * failed to open in this call.
  */
 static void
-fw_table_find(bool again)
+fwtable_find(bool again)
 {
 	Oid			schema;
 	Oid			relid;
@@ -180,24 +180,24 @@ fw_table_find(bool again)
 		return;
 	if (!fw_table_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(fw_table_invalidate, (Datum) 0);
+		CacheRegisterRelcacheCallback(fwtable_invalidate, (Datum) 0);
 		fw_table_callback_registered = true;
 	}
 	fw_table_stale = false;		/* an invalidation from here on counts */
-	schema = fw_extension_schema();
+	schema = fwcatalog_extension_schema();
 	if (!OidIsValid(schema))
-		fw_missing_extension_error(again);
+		fwtable_missing_extension_error(again);
 	relid = get_relname_relid(FW_TABLE, schema);
 	indexid = get_relname_relid(FW_TABLE_PKEY, schema);
 	if (!OidIsValid(relid) || !OidIsValid(indexid))
-		fw_reinstall_error();
+		fwtable_reinstall_error();
 	fw_table_relid = relid;
 	fw_table_indexid = indexid;
 }
 
 /* Returns the number of columns, FW_TABLE_NATTS_1_0 or FW_TABLE_NATTS. */
 static int
-fw_table_check_columns(Relation rel, Relation index)
+fwtable_check_columns(Relation rel, Relation index)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	int			natts = tupdesc->natts;
@@ -211,19 +211,19 @@ fw_table_check_columns(Relation rel, Relation index)
 		index->rd_index->indkey.values[0] != COL_NAME + 1 ||
 		index->rd_index->indkey.values[1] != COL_KEY + 1 ||
 		(nkeys == 3 && index->rd_index->indkey.values[2] != COL_PERIOD_ID + 1))
-		fw_reinstall_error();
+		fwtable_reinstall_error();
 	for (i = 0; i < natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
 		if (att->attisdropped || att->atttypid != fw_table_types[i])
-			fw_reinstall_error();
+			fwtable_reinstall_error();
 	}
 	return natts;
 }
 
 static void
-fw_key_locktag(LOCKTAG *tag, uint64 hash64, uint16 field4)
+fwtable_key_locktag(LOCKTAG *tag, uint64 hash64, uint16 field4)
 {
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash64 >> 32),
 						 (uint32) hash64, field4);
@@ -240,11 +240,11 @@ fw_key_locktag(LOCKTAG *tag, uint64 hash64, uint16 field4)
  * while holding its rows.
  */
 static void
-fw_lock_policy_key(const FwCall *call)
+fwtable_lock_policy_key(const FwCall *call)
 {
 	LOCKTAG		tag;
 
-	fw_key_locktag(&tag, fw_identity_hash64(&call->ids[0]), FW_LOCKTAG_KEY);
+	fwtable_key_locktag(&tag, fwidentity_hash64(&call->ids[0]), FW_LOCKTAG_KEY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -257,15 +257,15 @@ typedef struct FwRowKey
 } FwRowKey;
 
 static void
-fw_row_key_init(FwRowKey *rk, const FwIdentity *id, int natts)
+fwtable_row_key_init(FwRowKey *rk, const FwIdentity *id, int natts)
 {
 	int			i;
 
 	if (natts != FW_TABLE_NATTS && id->period_id_len > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the counter table of fixed_window has no room for policies"),
-				 errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE.")));
+				errmsg("the counter table of fixed_window has no room for policies"),
+				errhint("Update the extension with ALTER EXTENSION fixed_window UPDATE.")));
 	rk->values[0] = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
 	rk->values[1] = PointerGetDatum(cstring_to_text_with_len(id->key, id->key_len));
 	rk->values[2] = PointerGetDatum(cstring_to_text_with_len(id->period_id, id->period_id_len));
@@ -285,8 +285,8 @@ fw_row_key_init(FwRowKey *rk, const FwIdentity *id, int natts)
  * it replaced the primary key).
  */
 static void
-fw_index_insert(const FwTable *table, HeapTuple tuple, const FwRowKey *rk, bool update,
-				FwIndexUpdate what)
+fwtable_index_insert(const FwTable *table, HeapTuple tuple, const FwRowKey *rk, bool update,
+					 FwIndexUpdate what)
 {
 	EState	   *estate;
 	ResultRelInfo *result_rel;
@@ -310,7 +310,7 @@ fw_index_insert(const FwTable *table, HeapTuple tuple, const FwRowKey *rk, bool 
 	ExecOpenIndices(result_rel, false);
 	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(table->rel), &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(tuple, slot, false);
-	list_free(fw_insert_index_tuples(result_rel, slot, estate, what));
+	list_free(fwcompat_insert_index_tuples(result_rel, slot, estate, what));
 	ExecCloseIndices(result_rel);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
@@ -324,8 +324,8 @@ fw_index_insert(const FwTable *table, HeapTuple tuple, const FwRowKey *rk, bool 
  * transactions; a dirty snapshot also sees rows being created.
  */
 static bool
-fw_table_fetch(Relation rel, Relation index, FwRowKey *rk, Snapshot snapshot,
-			   TupleTableSlot *slot)
+fwtable_fetch(Relation rel, Relation index, FwRowKey *rk, Snapshot snapshot,
+			  TupleTableSlot *slot)
 {
 	IndexScanDesc scan = index_beginscan(rel, index, snapshot, rk->nkeys, 0);
 	bool		found;
@@ -349,8 +349,8 @@ fw_table_fetch(Relation rel, Relation index, FwRowKey *rk, Snapshot snapshot,
  * waits for the transaction that inserted it, as a unique index would.
  */
 static bool
-fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
-			  bool found, LOCKTAG *create_lock)
+fwtable_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
+			 bool found, LOCKTAG *create_lock)
 {
 	int			attempt;
 
@@ -373,8 +373,8 @@ fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
 			if (tm == TM_SelfModified || tm == TM_Invisible)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("the counter row of a rate limit was changed earlier in the same command"),
-						 errhint("Call fw_limit in a statement of its own, not beside fw_reset, fw_gc or fw_stats_reset.")));
+						errmsg("the counter row of a rate limit was changed earlier in the same command"),
+						errhint("Call fw_limit in a statement of its own, not beside fw_reset, fw_gc or fw_stats_reset.")));
 			if (tm != TM_Deleted)
 				break;
 			/* deleted by fw_gc meanwhile: create it anew */
@@ -382,7 +382,7 @@ fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
 
 		(void) LockAcquire(create_lock, ExclusiveLock, false, false);
 		InitDirtySnapshot(dirty);
-		if (!fw_table_fetch(rel, index, rk, &dirty, slot))
+		if (!fwtable_fetch(rel, index, rk, &dirty, slot))
 			return false;		/* create it, then release the lock */
 		LockRelease(create_lock, ExclusiveLock, false);
 
@@ -390,13 +390,13 @@ fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
 		wait_for = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
 		if (TransactionIdIsValid(wait_for))
 			XactLockTableWait(wait_for, rel, &slot->tts_tid, XLTW_Lock);
-		found = fw_table_fetch(rel, index, rk, SnapshotSelf, slot);
+		found = fwtable_fetch(rel, index, rk, SnapshotSelf, slot);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not lock the counter row of a rate limit"),
-			 errdetail("The row kept changing while the call waited for it."),
-			 errhint("Retry the transaction.")));
+			errmsg("could not lock the counter row of a rate limit"),
+			errdetail("The row kept changing while the call waited for it."),
+			errhint("Retry the transaction.")));
 	return false;				/* keep compiler quiet */
 }
 
@@ -408,7 +408,7 @@ fw_table_lock(Relation rel, Relation index, FwRowKey *rk, TupleTableSlot *slot,
  * again, and report a missing extension rather than a missing relation.
  */
 static void
-fw_table_open(LOCKMODE lockmode, FwTable *table)
+fwtable_open(LOCKMODE lockmode, FwTable *table)
 {
 	int			attempt;
 
@@ -416,23 +416,23 @@ fw_table_open(LOCKMODE lockmode, FwTable *table)
 	{
 		List	   *indexes;
 
-		fw_table_find(attempt > 0);
-		if (!fw_open_table_and_key(fw_table_relid, FW_TABLE, fw_table_indexid, FW_TABLE_PKEY,
-								   lockmode, &table->rel, &table->index))
+		fwtable_find(attempt > 0);
+		if (!fwcatalog_open_table_and_key(fw_table_relid, FW_TABLE, fw_table_indexid, FW_TABLE_PKEY,
+										  lockmode, &table->rel, &table->index))
 			continue;
-		table->natts = fw_table_check_columns(table->rel, table->index);
+		table->natts = fwtable_check_columns(table->rel, table->index);
 		indexes = RelationGetIndexList(table->rel);
 		table->more_indexes = list_length(indexes) > 1;
 		list_free(indexes);
 		return;
 	}
-	if (!OidIsValid(fw_extension_schema()))
-		fw_missing_extension_error(true);
-	fw_reinstall_error();
+	if (!OidIsValid(fwcatalog_extension_schema()))
+		fwtable_missing_extension_error(true);
+	fwtable_reinstall_error();
 }
 
 static void
-fw_table_close(FwTable *table, LOCKMODE lockmode)
+fwtable_close(FwTable *table, LOCKMODE lockmode)
 {
 	index_close(table->index, lockmode);
 	table_close(table->rel, lockmode);
@@ -469,7 +469,7 @@ typedef struct FwRow
  * says again when it may go.
  */
 static bool
-fw_table_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
+fwtable_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
 {
 	return call->mode == FW_MODE_SPEND && row->found && !d->ok &&
 		d->retry_after != FW_RETRY_NEVER && call->limits[i].cost > call->limits[i].rate &&
@@ -477,7 +477,7 @@ fw_table_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
 }
 
 static void
-fw_table_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOutcome *outcome)
+fwtable_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOutcome *outcome)
 {
 	int			natts = table->natts;
 	int			stats_row = -1;
@@ -492,7 +492,7 @@ fw_table_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOu
 	for (i = 0; i < call->n; i++)
 	{
 		const FwDecision *d = &outcome->decisions[i];
-		bool		keeps = fw_table_keeps(call, &rows[i], d, i);
+		bool		keeps = fwtable_keeps(call, &rows[i], d, i);
 		Datum		values[FW_TABLE_NATTS];
 		bool		nulls[FW_TABLE_NATTS];
 		HeapTuple	tuple;
@@ -556,17 +556,17 @@ fw_table_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOu
 		if (!rows[i].found)
 		{
 			simple_heap_insert(table->rel, tuple);
-			fw_index_insert(table, tuple, &rows[i].rk, false, FW_INDEXES_ALL);
+			fwtable_index_insert(table, tuple, &rows[i].rk, false, FW_INDEXES_ALL);
 		}
 		else
-			fw_index_insert(table, tuple, &rows[i].rk, true,
-							fw_heap_update(table->rel, &rows[i].slot->tts_tid, tuple));
+			fwtable_index_insert(table, tuple, &rows[i].rk, true,
+								 fwcompat_heap_update(table->rel, &rows[i].slot->tts_tid, tuple));
 	}
 }
 
 static bool
-fw_table_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
-				   const FwOutcome *outcome)
+fwtable_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
+				  const FwOutcome *outcome)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -578,7 +578,7 @@ fw_table_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
 		inserts |= ((outcome->spend[i] || outcome->create[i]) && !rows[i].found);
 	if (!inserts)
 	{
-		fw_table_write(table, call, rows, outcome);
+		fwtable_write(table, call, rows, outcome);
 		return true;
 	}
 
@@ -586,7 +586,7 @@ fw_table_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		fw_table_write(table, call, rows, outcome);
+		fwtable_write(table, call, rows, outcome);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
@@ -611,7 +611,7 @@ fw_table_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
 }
 
 /*
- * Apply one call to the rows of its windows, as fw_shmem_apply does to
+ * Apply one call to the rows of its windows, as fwshmem_apply does to
  * counters in shared memory: lock every row in the order of the call's
  * windows (creation locks for rows that do not exist), which is the order
  * of the primary key, so that calls on one key never deadlock; decide the
@@ -619,10 +619,10 @@ fw_table_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
  * the rows that change.  A denied call spends nothing: it changes
  * statistics, creates the rows of the windows that denied it and have
  * none (FwOutcome), and keeps rows fw_gc would collect before its retry
- * time (fw_table_keeps).  A refund locks only the rows that exist.
+ * time (fwtable_keeps).  A refund locks only the rows that exist.
  */
 FwApplyResult
-fw_table_apply(const FwCall *call, FwOutcome *outcome)
+fwtable_apply(const FwCall *call, FwOutcome *outcome)
 {
 	bool		writes = (call->mode != FW_MODE_CHECK);
 	LOCKMODE	lockmode = writes ? RowExclusiveLock : AccessShareLock;
@@ -635,23 +635,23 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("fixed_window cannot keep counters in its table on a standby"),
-				 errdetail("A standby cannot write, and its unlogged tables are empty."),
-				 errhint("Preload fixed_window on the standby and set fixed_window.storage to auto or shmem: "
-						 "shared-memory counters work there, local to the standby.")));
+				errmsg("fixed_window cannot keep counters in its table on a standby"),
+				errdetail("A standby cannot write, and its unlogged tables are empty."),
+				errhint("Preload fixed_window on the standby and set fixed_window.storage to auto or shmem: "
+						"shared-memory counters work there, local to the standby.")));
 	if (writes && XactReadOnly)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot spend rate limit tokens in a read-only transaction"),
-				 errhint("fw_check answers without spending.")));
+				errmsg("cannot spend rate limit tokens in a read-only transaction"),
+				errhint("fw_check answers without spending.")));
 
-	fw_table_open(lockmode, &table);
+	fwtable_open(lockmode, &table);
 	if (writes && call->n > 1)
-		fw_lock_policy_key(call);
+		fwtable_lock_policy_key(call);
 	for (i = 0; i < call->n; i++)
 	{
-		fw_row_key_init(&rows[i].rk, &call->ids[i], table.natts);
-		fw_key_locktag(&rows[i].create_lock, fw_identity_hash64(&call->ids[i]), FW_LOCKTAG_FIELD4);
+		fwtable_row_key_init(&rows[i].rk, &call->ids[i], table.natts);
+		fwtable_key_locktag(&rows[i].create_lock, fwidentity_hash64(&call->ids[i]), FW_LOCKTAG_FIELD4);
 		rows[i].slot = table_slot_create(table.rel, NULL);
 	}
 
@@ -665,11 +665,11 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 			FwRow	   *row = &rows[i];
 
 			row->creating = false;
-			row->found = fw_table_fetch(table.rel, table.index, &row->rk, SnapshotSelf, row->slot);
+			row->found = fwtable_fetch(table.rel, table.index, &row->rk, SnapshotSelf, row->slot);
 			if (call->mode == FW_MODE_SPEND || (call->mode == FW_MODE_REFUND && row->found))
 			{
-				row->found = fw_table_lock(table.rel, table.index, &row->rk, row->slot, row->found,
-										   &row->create_lock);
+				row->found = fwtable_lock(table.rel, table.index, &row->rk, row->slot, row->found,
+										  &row->create_lock);
 				row->creating = !row->found;
 			}
 			states[i] = NULL;
@@ -683,9 +683,9 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 			}
 		}
 
-		result = fw_decide_call(call, states, fw_clock_now(), outcome);
+		result = fwdecide_call(call, states, fwsettings_clock_now(), outcome);
 		written = (result != FW_APPLY_OK || !writes ||
-				   fw_table_write_all(&table, call, rows, outcome));
+				   fwtable_write_all(&table, call, rows, outcome));
 
 		for (i = 0; i < call->n; i++)
 			if (rows[i].creating)
@@ -700,7 +700,7 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
 
 	for (i = 0; i < call->n; i++)
 		ExecDropSingleTupleTableSlot(rows[i].slot);
-	fw_table_close(&table, NoLock);
+	fwtable_close(&table, NoLock);
 	return result;
 }
 
@@ -712,7 +712,7 @@ fw_table_apply(const FwCall *call, FwOutcome *outcome)
  * made it LOGGED, to keep counters through a failover, reads it there.
  */
 bool
-fw_table_foreach(FwCounterVisitor visitor, void *arg)
+fwtable_foreach(FwCounterVisitor visitor, void *arg)
 {
 	FwTable		table;
 	TableScanDesc scan;
@@ -720,10 +720,10 @@ fw_table_foreach(FwCounterVisitor visitor, void *arg)
 	MemoryContext rowcontext;
 	MemoryContext oldcontext;
 
-	fw_table_open(AccessShareLock, &table);
+	fwtable_open(AccessShareLock, &table);
 	if (RecoveryInProgress() && table.rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 	{
-		fw_table_close(&table, AccessShareLock);
+		fwtable_close(&table, AccessShareLock);
 		return false;
 	}
 	slot = table_slot_create(table.rel, NULL);
@@ -768,6 +768,6 @@ fw_table_foreach(FwCounterVisitor visitor, void *arg)
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	MemoryContextDelete(rowcontext);
-	fw_table_close(&table, NoLock);
+	fwtable_close(&table, NoLock);
 	return true;
 }

@@ -12,7 +12,7 @@
 
 #include "decide.h"
 
-extern FwApplyResult fw_table_apply(const FwCall *call, FwOutcome *outcome);
-extern bool fw_table_foreach(FwCounterVisitor visitor, void *arg);
+extern FwApplyResult fwtable_apply(const FwCall *call, FwOutcome *outcome);
+extern bool fwtable_foreach(FwCounterVisitor visitor, void *arg);
 
 #endif							/* FW_TABLE_STORE_H */

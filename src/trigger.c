@@ -47,22 +47,22 @@ PG_FUNCTION_INFO_V1(fw_trigger);
 #define FW_UNIX_EPOCH	(-INT64CONST(946684800000000))	/* fw_limit's default start */
 
 static void pg_attribute_noreturn()
-fw_trigger_arg_error(TriggerData *trigdata, const char *what, const char *value,
-					 const char *detail, const char *hint)
+fwtrigger_arg_error(TriggerData *trigdata, const char *what, const char *value,
+					const char *detail, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid value \"%s\" for argument \"%s\" of trigger \"%s\" on table \"%s\"",
-					value, what, trigdata->tg_trigger->tgname,
-					RelationGetRelationName(trigdata->tg_relation)),
-			 detail ? errdetail("%s", detail) : 0,
-			 hint ? errhint("%s", hint) :
-			 errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
-					 "for example fw_trigger('signup', 'ip', '5', '1 day').")));
+			errmsg("invalid value \"%s\" for argument \"%s\" of trigger \"%s\" on table \"%s\"",
+				   value, what, trigdata->tg_trigger->tgname,
+				   RelationGetRelationName(trigdata->tg_relation)),
+			detail ? errdetail("%s", detail) : 0,
+			hint ? errhint("%s", hint) :
+			errhint("Use fw_trigger(name, column, rate, period [, start [, cost]]), "
+					"for example fw_trigger('signup', 'ip', '5', '1 day').")));
 }
 
 static int32
-fw_trigger_int(TriggerData *trigdata, const char *what, const char *value)
+fwtrigger_int(TriggerData *trigdata, const char *what, const char *value)
 {
 	char	   *end;
 	long		result;
@@ -71,12 +71,12 @@ fw_trigger_int(TriggerData *trigdata, const char *what, const char *value)
 	result = strtol(value, &end, 10);
 	if (end == value || *end != '\0' || errno != 0 ||
 		result < PG_INT32_MIN || result > PG_INT32_MAX)
-		fw_trigger_arg_error(trigdata, what, value, NULL, NULL);
+		fwtrigger_arg_error(trigdata, what, value, NULL, NULL);
 	return (int32) result;
 }
 
 static void
-fw_trigger_fix_setting(const char *name, const char *value)
+fwtrigger_fix_setting(const char *name, const char *value)
 {
 	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
@@ -90,7 +90,7 @@ fw_trigger_fix_setting(const char *name, const char *value)
  * value; case does not matter.  "epoch" is a fixed time and is accepted.
  */
 static bool
-fw_trigger_relative_time(const char *value)
+fwtrigger_relative_time(const char *value)
 {
 	static const char *const words[] = {"now", "today", "tomorrow", "yesterday"};
 	const char *p = value;
@@ -121,7 +121,7 @@ typedef struct FwTriggerArgContext
 } FwTriggerArgContext;
 
 static void
-fw_trigger_arg_context(void *arg)
+fwtrigger_arg_context(void *arg)
 {
 	FwTriggerArgContext *ctx = (FwTriggerArgContext *) arg;
 
@@ -132,13 +132,13 @@ fw_trigger_arg_context(void *arg)
 
 /* Read a trigger argument with a type's input function. */
 static Datum
-fw_trigger_input(TriggerData *trigdata, const char *what, Oid infunc, char *value)
+fwtrigger_input(TriggerData *trigdata, const char *what, Oid infunc, char *value)
 {
 	FwTriggerArgContext ctx = {trigdata, what};
 	ErrorContextCallback callback;
 	Datum		result;
 
-	callback.callback = fw_trigger_arg_context;
+	callback.callback = fwtrigger_arg_context;
 	callback.arg = &ctx;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
@@ -157,10 +157,10 @@ fw_trigger_input(TriggerData *trigdata, const char *what, Oid infunc, char *valu
  * differently (interval's '1 day' and '24 hours', json numbers, strings
  * under a nondeterministic collation such as citext's) and types not meant
  * as keys.  numeric and floating-point values are normalized by
- * fw_trigger_key.
+ * fwtrigger_key.
  */
 static bool
-fw_trigger_key_type_ok(Form_pg_attribute att)
+fwtrigger_key_type_ok(Form_pg_attribute att)
 {
 	Oid			base = getBaseType(att->atttypid);
 
@@ -207,7 +207,7 @@ fw_trigger_key_type_ok(Form_pg_attribute att)
  * null value.
  */
 static char *
-fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
+fwtrigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
 {
 	bool		isnull;
 	Datum		value = SPI_getbinval(row, tupdesc, attnum, &isnull);
@@ -250,11 +250,11 @@ fw_trigger_key(HeapTuple row, TupleDesc tupdesc, int attnum)
  * be refused again at that time.  Shared memory keeps it.
  */
 static bool
-fw_trigger_promise_kept(const FwCall *call, const FwOutcome *outcome)
+fwtrigger_promise_kept(const FwCall *call, const FwOutcome *outcome)
 {
 	int			i;
 
-	if (fw_use_shmem())
+	if (fwstore_use_shmem())
 		return true;
 	for (i = 0; i < call->n; i++)
 		if (!call->shadow[i] && !outcome->decisions[i].ok && outcome->create[i])
@@ -264,7 +264,7 @@ fw_trigger_promise_kept(const FwCall *call, const FwOutcome *outcome)
 
 /* The hint of a refused row: when to retry, if a time can be promised. */
 static int
-fw_trigger_retry_hint(const FwDecision *decision, bool kept)
+fwtrigger_retry_hint(const FwDecision *decision, bool kept)
 {
 	Interval	retry = {.time = decision->retry_after};
 
@@ -304,22 +304,22 @@ fw_trigger(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("fw_trigger must be called as a trigger")));
+				errmsg("fw_trigger must be called as a trigger")));
 	trigger = trigdata->tg_trigger;
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("trigger \"%s\" on table \"%s\" must be BEFORE ... FOR EACH ROW",
-						trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
-				 errdetail("fw_trigger limits rows one by one, before they are written.")));
+				errmsg("trigger \"%s\" on table \"%s\" must be BEFORE ... FOR EACH ROW",
+					   trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
+				errdetail("fw_trigger limits rows one by one, before they are written.")));
 	if (trigger->tgnargs < 2 || trigger->tgnargs > 6)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("trigger \"%s\" on table \"%s\" gives fw_trigger %d arguments",
-						trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
-						trigger->tgnargs),
-				 errhint("Use fw_trigger(policy, column [, cost]) or fw_trigger(name, column, rate, period [, start [, cost]]), "
-						 "for example fw_trigger('signup', 'ip') or fw_trigger('signup', 'ip', '5', '1 day').")));
+				errmsg("trigger \"%s\" on table \"%s\" gives fw_trigger %d arguments",
+					   trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
+					   trigger->tgnargs),
+				errhint("Use fw_trigger(policy, column [, cost]) or fw_trigger(name, column, rate, period [, start [, cost]]), "
+						"for example fw_trigger('signup', 'ip') or fw_trigger('signup', 'ip', '5', '1 day').")));
 	/* two or three arguments name a policy */
 	named = (trigger->tgnargs <= 3);
 
@@ -331,23 +331,23 @@ fw_trigger(PG_FUNCTION_ARGS)
 	if (attnum <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
-						args[1], trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
-	if (!fw_trigger_key_type_ok(TupleDescAttr(tupdesc, attnum - 1)))
+				errmsg("column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+					   args[1], trigger->tgname, RelationGetRelationName(trigdata->tg_relation))));
+	if (!fwtrigger_key_type_ok(TupleDescAttr(tupdesc, attnum - 1)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("column \"%s\" of type %s cannot be the key of trigger \"%s\" on table \"%s\"",
-						args[1], format_type_be(TupleDescAttr(tupdesc, attnum - 1)->atttypid),
-						trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
-				 errdetail("fw_trigger takes keys only from columns whose values have one text each, in every session: "
-						   "string types with a deterministic collation, numbers, boolean, date and time, network address, "
-						   "uuid, bytea, bit string and enum types, and domains over them."),
-				 errhint("Limit on a plain column of such a type, filled by the application or by an earlier BEFORE trigger "
-						 "(stored generated columns are computed after BEFORE triggers).")));
+				errmsg("column \"%s\" of type %s cannot be the key of trigger \"%s\" on table \"%s\"",
+					   args[1], format_type_be(TupleDescAttr(tupdesc, attnum - 1)->atttypid),
+					   trigger->tgname, RelationGetRelationName(trigdata->tg_relation)),
+				errdetail("fw_trigger takes keys only from columns whose values have one text each, in every session: "
+						  "string types with a deterministic collation, numbers, boolean, date and time, network address, "
+						  "uuid, bytea, bit string and enum types, and domains over them."),
+				errhint("Limit on a plain column of such a type, filled by the application or by an earlier BEFORE trigger "
+						"(stored generated columns are computed after BEFORE triggers).")));
 	if (!named)
-		rate = fw_trigger_int(trigdata, "rate", args[2]);
+		rate = fwtrigger_int(trigdata, "rate", args[2]);
 	else if (trigger->tgnargs == 3)
-		cost = fw_trigger_int(trigdata, "cost", args[2]);
+		cost = fwtrigger_int(trigdata, "cost", args[2]);
 
 	/*
 	 * The key is the column's text, and start is read from text: both with
@@ -355,70 +355,70 @@ fw_trigger(PG_FUNCTION_ARGS)
 	 * cannot make one value count as another key or move the windows.
 	 */
 	nestlevel = NewGUCNestLevel();
-	fw_trigger_fix_setting("datestyle", "ISO, YMD");
-	fw_trigger_fix_setting("intervalstyle", "postgres");
-	fw_trigger_fix_setting("timezone", "UTC");
-	fw_trigger_fix_setting("extra_float_digits", "1");
-	fw_trigger_fix_setting("bytea_output", "hex");
-	fw_trigger_fix_setting("timezone_abbreviations", "Default");
+	fwtrigger_fix_setting("datestyle", "ISO, YMD");
+	fwtrigger_fix_setting("intervalstyle", "postgres");
+	fwtrigger_fix_setting("timezone", "UTC");
+	fwtrigger_fix_setting("extra_float_digits", "1");
+	fwtrigger_fix_setting("bytea_output", "hex");
+	fwtrigger_fix_setting("timezone_abbreviations", "Default");
 
 	if (!named)
-		period = fw_trigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
+		period = fwtrigger_input(trigdata, "period", F_INTERVAL_IN, args[3]);
 	if (trigger->tgnargs >= 5)
 	{
-		if (fw_trigger_relative_time(args[4]))
-			fw_trigger_arg_error(trigdata, "start", args[4],
-								 _("A start such as \"now\" or \"today\" moves with the clock, so the windows would move and every row would pass."),
-								 _("Give a fixed time, such as '2026-01-01 00:00+00'."));
-		start = DatumGetTimestampTz(fw_trigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
+		if (fwtrigger_relative_time(args[4]))
+			fwtrigger_arg_error(trigdata, "start", args[4],
+								_("A start such as \"now\" or \"today\" moves with the clock, so the windows would move and every row would pass."),
+								_("Give a fixed time, such as '2026-01-01 00:00+00'."));
+		start = DatumGetTimestampTz(fwtrigger_input(trigdata, "start", F_TIMESTAMPTZ_IN, args[4]));
 	}
 	if (trigger->tgnargs == 6)
-		cost = fw_trigger_int(trigdata, "cost", args[5]);
+		cost = fwtrigger_int(trigdata, "cost", args[5]);
 
-	key = fw_trigger_key(row, tupdesc, attnum);
+	key = fwtrigger_key(row, tupdesc, attnum);
 	AtEOXact_GUC(true, nestlevel);
 	if (key == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("column \"%s\" limited by trigger \"%s\" must not be null",
-						args[1], trigger->tgname),
-				 errdetail("A row without a value cannot be counted against any key.")));
+				errmsg("column \"%s\" limited by trigger \"%s\" must not be null",
+					   args[1], trigger->tgname),
+				errdetail("A row without a value cannot be counted against any key.")));
 
 	name = args[0];
 	if (strlen(name) > FW_MAX_NAME_BYTES || strlen(key) > FW_MAX_KEY_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("limit name or value of column \"%s\" is too long for trigger \"%s\"",
-						args[1], trigger->tgname),
-				 errdetail("Names may have %d bytes and keys %d.", FW_MAX_NAME_BYTES, FW_MAX_KEY_BYTES)));
+				errmsg("limit name or value of column \"%s\" is too long for trigger \"%s\"",
+					   args[1], trigger->tgname),
+				errdetail("Names may have %d bytes and keys %d.", FW_MAX_NAME_BYTES, FW_MAX_KEY_BYTES)));
 
 	if (named)
-		fw_call_named(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key), cost);
+		fwcall_named(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key), cost);
 	else
-		fw_call_inline(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key),
-					   rate, DatumGetIntervalP(period), &start, cost, NULL);
-	fw_apply(&call, &outcome);
-	fw_call_answer(&call, &outcome, &decision);
-	kept = decision.ok || fw_trigger_promise_kept(&call, &outcome);
+		fwcall_inline(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key),
+					  rate, DatumGetIntervalP(period), &start, cost, NULL);
+	fwstore_apply(&call, &outcome);
+	fwcall_answer(&call, &outcome, &decision);
+	kept = decision.ok || fwtrigger_promise_kept(&call, &outcome);
 
 	if (!decision.ok && named)
 		ereport(ERROR,
 				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
-				 errmsg("rate limit policy \"%s\" exceeded", name),
-				 errdetail("Trigger \"%s\" on table \"%s\" counts rows against policy \"%s\" for each value of column \"%s\".",
-						   trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
-						   name, args[1]),
-				 fw_trigger_retry_hint(&decision, kept)));
+				errmsg("rate limit policy \"%s\" exceeded", name),
+				errdetail("Trigger \"%s\" on table \"%s\" counts rows against policy \"%s\" for each value of column \"%s\".",
+						  trigger->tgname, RelationGetRelationName(trigdata->tg_relation),
+						  name, args[1]),
+				fwtrigger_retry_hint(&decision, kept)));
 	if (!decision.ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
-				 errmsg("rate limit \"%s\" exceeded", name),
-				 errdetail_plural("Trigger \"%s\" on table \"%s\" allows %d row per %s for each value of column \"%s\".",
-								  "Trigger \"%s\" on table \"%s\" allows %d rows per %s for each value of column \"%s\".",
-								  rate,
-								  trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
-								  args[3], args[1]),
-				 fw_trigger_retry_hint(&decision, kept)));
+				errmsg("rate limit \"%s\" exceeded", name),
+				errdetail_plural("Trigger \"%s\" on table \"%s\" allows %d row per %s for each value of column \"%s\".",
+								 "Trigger \"%s\" on table \"%s\" allows %d rows per %s for each value of column \"%s\".",
+								 rate,
+								 trigger->tgname, RelationGetRelationName(trigdata->tg_relation), rate,
+								 args[3], args[1]),
+				fwtrigger_retry_hint(&decision, kept)));
 
 	return PointerGetDatum(row);
 }

@@ -75,7 +75,7 @@ days_in_month(int64 year, int month)
  * that year.
  */
 int64
-fw_days_from_civil(int64 year, int month, int day)
+fwwindow_days_from_civil(int64 year, int month, int day)
 {
 	int64		y = (month <= 2) ? year - 1 : year;
 	int64		era = floor_div(y, 400);
@@ -91,9 +91,9 @@ fw_days_from_civil(int64 year, int month, int day)
 	return era * DAYS_PER_400_YEARS + day_of_era - DAYS_0000_03_01_TO_2000_01_01;
 }
 
-/* Inverse of fw_days_from_civil. */
+/* Inverse of fwwindow_days_from_civil. */
 void
-fw_civil_from_days(int64 days, int64 *year, int *month, int *day)
+fwwindow_civil_from_days(int64 days, int64 *year, int *month, int *day)
 {
 	int64		z = days + DAYS_0000_03_01_TO_2000_01_01;
 	int64		era = floor_div(z, DAYS_PER_400_YEARS);
@@ -120,7 +120,7 @@ fw_civil_from_days(int64 days, int64 *year, int *month, int *day)
  * the length of the target month (2026-01-31 + 1 month = 2026-02-28).
  */
 FwStatus
-fw_add_months(int64 t, int64 months, int64 *result)
+fwwindow_add_months(int64 t, int64 months, int64 *result)
 {
 	int64		days = floor_div(t, FW_USECS_PER_DAY);
 	int64		time_of_day = t - days * FW_USECS_PER_DAY;
@@ -132,7 +132,7 @@ fw_add_months(int64 t, int64 months, int64 *result)
 	int			new_month;
 	int64		usecs;
 
-	fw_civil_from_days(days, &year, &month, &day);
+	fwwindow_civil_from_days(days, &year, &month, &day);
 
 	if (months > FW_MAX_ABS_YEAR * 24 || months < -FW_MAX_ABS_YEAR * 24)
 		return FW_STATUS_OUT_OF_RANGE;
@@ -143,7 +143,7 @@ fw_add_months(int64 t, int64 months, int64 *result)
 		return FW_STATUS_OUT_OF_RANGE;
 
 	day = Min(day, days_in_month(new_year, new_month));
-	days = fw_days_from_civil(new_year, new_month, day);
+	days = fwwindow_days_from_civil(new_year, new_month, day);
 
 	if (pg_mul_s64_overflow(days, FW_USECS_PER_DAY, &usecs) ||
 		pg_add_s64_overflow(usecs, time_of_day, result))
@@ -159,7 +159,7 @@ fw_add_months(int64 t, int64 months, int64 *result)
  * part could make "1 month - 29 days" go backwards in February).
  */
 bool
-fw_period_from_interval(int32 months, int32 days, int64 time, FwPeriod *period)
+fwwindow_period_from_interval(int32 months, int32 days, int64 time, FwPeriod *period)
 {
 	int64		span;
 
@@ -182,7 +182,7 @@ fw_period_from_interval(int32 months, int32 days, int64 time, FwPeriod *period)
 
 /* W(k): the start of window k. */
 FwStatus
-fw_window_boundary(const FwPeriod *period, int64 start, int64 k, int64 *boundary)
+fwwindow_boundary(const FwPeriod *period, int64 start, int64 k, int64 *boundary)
 {
 	int64		base = start;
 	int64		offset;
@@ -193,7 +193,7 @@ fw_window_boundary(const FwPeriod *period, int64 start, int64 k, int64 *boundary
 
 		if (pg_mul_s64_overflow(k, (int64) period->months, &months))
 			return FW_STATUS_OUT_OF_RANGE;
-		if (fw_add_months(start, months, &base) != FW_STATUS_OK)
+		if (fwwindow_add_months(start, months, &base) != FW_STATUS_OK)
 			return FW_STATUS_OUT_OF_RANGE;
 	}
 	if (pg_mul_s64_overflow(k, period->span, &offset) ||
@@ -204,21 +204,21 @@ fw_window_boundary(const FwPeriod *period, int64 start, int64 k, int64 *boundary
 
 /*
  * W(k), saturated: boundaries beyond 64 bits compare as +-infinity, which
- * keeps the search in fw_window_index correct because W is increasing.
+ * keeps the search in fwwindow_index correct because W is increasing.
  */
 static int64
 boundary_saturated(const FwPeriod *period, int64 start, int64 k)
 {
 	int64		boundary;
 
-	if (fw_window_boundary(period, start, k, &boundary) == FW_STATUS_OK)
+	if (fwwindow_boundary(period, start, k, &boundary) == FW_STATUS_OK)
 		return boundary;
 	return (k > 0) ? PG_INT64_MAX : PG_INT64_MIN;
 }
 
 /* The k with W(k) <= t < W(k+1). */
 FwStatus
-fw_window_index(const FwPeriod *period, int64 start, int64 t, int64 *k)
+fwwindow_index(const FwPeriod *period, int64 start, int64 t, int64 *k)
 {
 	int64		diff;
 	int64		approx;
@@ -267,13 +267,13 @@ fw_window_index(const FwPeriod *period, int64 start, int64 t, int64 *k)
  * that keys spread their boundaries over a whole period.
  */
 FwStatus
-fw_phase_start(const FwPeriod *period, uint64 hash, int64 *start)
+fwwindow_phase_start(const FwPeriod *period, uint64 hash, int64 *start)
 {
 	const int64 unix_epoch = -INT64CONST(946684800000000);
 	int64		first_end;
 	int64		length;
 
-	if (fw_window_boundary(period, unix_epoch, 1, &first_end) != FW_STATUS_OK)
+	if (fwwindow_boundary(period, unix_epoch, 1, &first_end) != FW_STATUS_OK)
 		return FW_STATUS_OUT_OF_RANGE;
 	length = first_end - unix_epoch;
 	*start = unix_epoch + (int64) (hash % (uint64) length);
@@ -281,16 +281,16 @@ fw_phase_start(const FwPeriod *period, uint64 hash, int64 *start)
 }
 
 /*
- * The earliest and the latest start fw_phase_start gives, over all hashes:
+ * The earliest and the latest start fwwindow_phase_start gives, over all hashes:
  * the Unix epoch, and the last microsecond of the window that begins there.
  */
 FwStatus
-fw_phase_range(const FwPeriod *period, int64 *first, int64 *last)
+fwwindow_phase_range(const FwPeriod *period, int64 *first, int64 *last)
 {
 	const int64 unix_epoch = -INT64CONST(946684800000000);
 	int64		first_end;
 
-	if (fw_window_boundary(period, unix_epoch, 1, &first_end) != FW_STATUS_OK)
+	if (fwwindow_boundary(period, unix_epoch, 1, &first_end) != FW_STATUS_OK)
 		return FW_STATUS_OUT_OF_RANGE;
 	*first = unix_epoch;
 	*last = first_end - 1;
@@ -330,8 +330,8 @@ refill(int32 tokens, int64 windows, int32 rate, int32 capacity)
  * denied call changes nothing, so stores write it only when decision->ok.
  */
 FwStatus
-fw_decide(const FwLimit *limit, const FwState *old, int64 now,
-		  FwDecision *decision)
+fwwindow_decide(const FwLimit *limit, const FwState *old, int64 now,
+				FwDecision *decision)
 {
 	const FwPeriod *period = &limit->period;
 	int64		k_now;
@@ -341,8 +341,8 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	int32		tokens;
 	bool		keeps_window = false;	/* the counter stays in its window */
 
-	if (fw_window_index(period, limit->start, now, &k_now) != FW_STATUS_OK ||
-		fw_window_boundary(period, limit->start, k_now, &window_start) != FW_STATUS_OK)
+	if (fwwindow_index(period, limit->start, now, &k_now) != FW_STATUS_OK ||
+		fwwindow_boundary(period, limit->start, k_now, &window_start) != FW_STATUS_OK)
 		return FW_STATUS_OUT_OF_RANGE;
 
 	if (old == NULL)
@@ -361,7 +361,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	{
 		int64		k_old;
 
-		if (fw_window_index(period, limit->start, old->window_start, &k_old) != FW_STATUS_OK)
+		if (fwwindow_index(period, limit->start, old->window_start, &k_old) != FW_STATUS_OK)
 			return FW_STATUS_OUT_OF_RANGE;
 		if (k_old < k_now)
 		{
@@ -382,7 +382,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	}
 
 	if (k == PG_INT64_MAX ||
-		fw_window_boundary(period, limit->start, k + 1, &window_end) != FW_STATUS_OK ||
+		fwwindow_boundary(period, limit->start, k + 1, &window_end) != FW_STATUS_OK ||
 		pg_sub_s64_overflow(window_end, now, &decision->reset_after))
 		return FW_STATUS_OUT_OF_RANGE;
 
@@ -409,8 +409,8 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 		 */
 		if (limit->cost > limit->capacity ||
 			pg_add_s64_overflow(k, windows, &windows) || windows == PG_INT64_MAX ||
-			fw_window_boundary(period, limit->start, windows, &covered_at) != FW_STATUS_OK ||
-			fw_window_boundary(period, limit->start, windows + 1, &covered_end) != FW_STATUS_OK ||
+			fwwindow_boundary(period, limit->start, windows, &covered_at) != FW_STATUS_OK ||
+			fwwindow_boundary(period, limit->start, windows + 1, &covered_end) != FW_STATUS_OK ||
 			pg_sub_s64_overflow(covered_at, now, &decision->retry_after))
 			decision->retry_after = FW_RETRY_NEVER;
 	}
@@ -437,7 +437,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 	if (limit->capacity == limit->rate)
 		decision->fresh_from = decision->state.window_end;
 	else if (tokens == 0 && k < PG_INT64_MAX - 1 &&
-			 fw_window_boundary(period, limit->start, k + 2, &decision->fresh_until) == FW_STATUS_OK &&
+			 fwwindow_boundary(period, limit->start, k + 2, &decision->fresh_until) == FW_STATUS_OK &&
 			 decision->fresh_until > decision->state.window_end)
 		decision->fresh_from = decision->state.window_end;
 	else
@@ -446,7 +446,7 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
 }
 
 /*
- * Settle the windows of one call, each decided alone by fw_decide with the
+ * Settle the windows of one call, each decided alone by fwwindow_decide with the
  * same cost: set which windows spend (spend[i]) and the call's answer.
  *
  * The call is allowed when every enforced window allowed it; then enforced
@@ -460,8 +460,8 @@ fw_decide(const FwLimit *limit, const FwState *old, int64 now,
  * any of them has none).
  */
 void
-fw_settle(const FwLimit *limits, const bool *shadow, int n,
-		  FwDecision *decisions, bool *spend, FwVerdict *verdict)
+fwwindow_settle(const FwLimit *limits, const bool *shadow, int n,
+				FwDecision *decisions, bool *spend, FwVerdict *verdict)
 {
 	bool		enforced_ok = true;
 	bool		shadow_ok = true;
@@ -515,8 +515,8 @@ fw_settle(const FwLimit *limits, const bool *shadow, int n,
  * the refund; *write says whether the counter changed.
  */
 FwStatus
-fw_refund(const FwLimit *limit, const FwState *old, int64 now,
-		  FwDecision *decision, bool *write)
+fwwindow_refund(const FwLimit *limit, const FwState *old, int64 now,
+				FwDecision *decision, bool *write)
 {
 	FwLimit		judge = *limit;
 	FwStatus	status;
@@ -524,7 +524,7 @@ fw_refund(const FwLimit *limit, const FwState *old, int64 now,
 
 	judge.cost = 0;
 	*write = false;
-	status = fw_decide(&judge, old, now, decision);
+	status = fwwindow_decide(&judge, old, now, decision);
 	if (status != FW_STATUS_OK || old == NULL ||
 		decision->state.window_start != old->window_start)
 		return status;

@@ -81,7 +81,7 @@ typedef struct FwDecision
 
 /*
  * How the windows of one call settle.  Each window is decided alone by
- * fw_decide; the call is allowed only if every enforced window allowed it,
+ * fwwindow_decide; the call is allowed only if every enforced window allowed it,
  * and then every enforced window spends -- all or nothing.  A shadow window
  * never denies: it spends when every window, itself included, allowed the
  * call, as it would if it were enforced.
@@ -105,25 +105,25 @@ typedef enum FwStatus
 	FW_STATUS_OUT_OF_RANGE		/* a boundary or duration overflows 64 bits */
 } FwStatus;
 
-extern bool fw_period_from_interval(int32 months, int32 days, int64 time,
-									FwPeriod *period);
-extern FwStatus fw_window_boundary(const FwPeriod *period, int64 start,
-								   int64 k, int64 *boundary);
-extern FwStatus fw_window_index(const FwPeriod *period, int64 start,
-								int64 t, int64 *k);
-extern FwStatus fw_phase_start(const FwPeriod *period, uint64 hash,
-							   int64 *start);
-extern FwStatus fw_phase_range(const FwPeriod *period, int64 *first, int64 *last);
-extern FwStatus fw_decide(const FwLimit *limit, const FwState *old,
-						  int64 now, FwDecision *decision);
-extern void fw_settle(const FwLimit *limits, const bool *shadow, int n,
-					  FwDecision *decisions, bool *spend, FwVerdict *verdict);
-extern FwStatus fw_refund(const FwLimit *limit, const FwState *old, int64 now,
-						  FwDecision *decision, bool *write);
+extern bool fwwindow_period_from_interval(int32 months, int32 days, int64 time,
+										  FwPeriod *period);
+extern FwStatus fwwindow_boundary(const FwPeriod *period, int64 start,
+								  int64 k, int64 *boundary);
+extern FwStatus fwwindow_index(const FwPeriod *period, int64 start,
+							   int64 t, int64 *k);
+extern FwStatus fwwindow_phase_start(const FwPeriod *period, uint64 hash,
+									 int64 *start);
+extern FwStatus fwwindow_phase_range(const FwPeriod *period, int64 *first, int64 *last);
+extern FwStatus fwwindow_decide(const FwLimit *limit, const FwState *old,
+								int64 now, FwDecision *decision);
+extern void fwwindow_settle(const FwLimit *limits, const bool *shadow, int n,
+							FwDecision *decisions, bool *spend, FwVerdict *verdict);
+extern FwStatus fwwindow_refund(const FwLimit *limit, const FwState *old, int64 now,
+								FwDecision *decision, bool *write);
 
 /* Calendar helpers, exposed for the unit tests. */
-extern int64 fw_days_from_civil(int64 year, int month, int day);
-extern void fw_civil_from_days(int64 days, int64 *year, int *month, int *day);
-extern FwStatus fw_add_months(int64 t, int64 months, int64 *result);
+extern int64 fwwindow_days_from_civil(int64 year, int month, int day);
+extern void fwwindow_civil_from_days(int64 days, int64 *year, int *month, int *day);
+extern FwStatus fwwindow_add_months(int64 t, int64 months, int64 *result);
 
 #endif							/* FW_WINDOW_H */

@@ -53,7 +53,7 @@ check(bool ok, int line, const char *expr, bool is_eq, int64 actual, int64 expec
 static int64
 ts(int64 year, int month, int day, int hour, int min, int sec)
 {
-	return fw_days_from_civil(year, month, day) * DAY +
+	return fwwindow_days_from_civil(year, month, day) * DAY +
 		hour * HOUR + min * MINUTE + sec * USEC;
 }
 
@@ -100,7 +100,7 @@ period(int32 months, int32 days, int64 time)
 {
 	FwPeriod	p = {0, 1};
 
-	if (!fw_period_from_interval(months, days, time, &p))
+	if (!fwwindow_period_from_interval(months, days, time, &p))
 		check(false, __LINE__, "test period rejected", false, 0, 0);
 	return p;
 }
@@ -114,7 +114,7 @@ boundary(const FwPeriod *p, int64 start, int64 k)
 {
 	int64		b;
 
-	return fw_window_boundary(p, start, k, &b) == OK ? b : PG_INT64_MIN;
+	return fwwindow_boundary(p, start, k, &b) == OK ? b : PG_INT64_MIN;
 }
 
 static int64
@@ -122,7 +122,7 @@ index_of(const FwPeriod *p, int64 start, int64 t)
 {
 	int64		k;
 
-	return fw_window_index(p, start, t, &k) == OK ? k : PG_INT64_MIN;
+	return fwwindow_index(p, start, t, &k) == OK ? k : PG_INT64_MIN;
 }
 
 static int64
@@ -130,7 +130,7 @@ add_months(int64 t, int64 months)
 {
 	int64		r;
 
-	return fw_add_months(t, months, &r) == OK ? r : PG_INT64_MIN;
+	return fwwindow_add_months(t, months, &r) == OK ? r : PG_INT64_MIN;
 }
 
 static int64
@@ -138,15 +138,15 @@ phase(const FwPeriod *p, uint64 hash)
 {
 	int64		s;
 
-	return fw_phase_start(p, hash, &s) == OK ? s : PG_INT64_MIN;
+	return fwwindow_phase_start(p, hash, &s) == OK ? s : PG_INT64_MIN;
 }
 
 /* ---------- calendar ---------- */
 
 #define CHECK_CIVIL(days, y, m, d) \
-	do { int64 y_; int m_, d_; fw_civil_from_days((days), &y_, &m_, &d_); \
+	do { int64 y_; int m_, d_; fwwindow_civil_from_days((days), &y_, &m_, &d_); \
 		CHECK_EQ(y_ * 10000 + m_ * 100 + d_, (int64) (y) * 10000 + (m) * 100 + (d)); } while (0)
-#define FEB_LEN(y)	(fw_days_from_civil((y), 3, 1) - fw_days_from_civil((y), 2, 1))
+#define FEB_LEN(y)	(fwwindow_days_from_civil((y), 3, 1) - fwwindow_days_from_civil((y), 2, 1))
 
 /* Known day numbers, leap rules and the 400-year period of the calendar. */
 static void
@@ -166,21 +166,21 @@ test_civil_known(void)
 	CHECK_EQ(unix_ts(0), UNIX_EPOCH);
 
 	/* days since 2000-01-01, from python datetime.date differences */
-	CHECK_EQ(fw_days_from_civil(2000, 1, 1), 0);
-	CHECK_EQ(fw_days_from_civil(1970, 1, 1), -10957);
-	CHECK_EQ(fw_days_from_civil(2000, 2, 29), 59);
-	CHECK_EQ(fw_days_from_civil(1900, 2, 28), -36466);
-	CHECK_EQ(fw_days_from_civil(1900, 3, 1), -36465);
-	CHECK_EQ(fw_days_from_civil(2100, 2, 28), 36583);
-	CHECK_EQ(fw_days_from_civil(2024, 12, 31), 9131);
-	CHECK_EQ(fw_days_from_civil(1, 1, 1), -730119);
-	CHECK_EQ(fw_days_from_civil(1582, 10, 15), -152384);
-	CHECK_EQ(fw_days_from_civil(9999, 12, 31), 2921939);
+	CHECK_EQ(fwwindow_days_from_civil(2000, 1, 1), 0);
+	CHECK_EQ(fwwindow_days_from_civil(1970, 1, 1), -10957);
+	CHECK_EQ(fwwindow_days_from_civil(2000, 2, 29), 59);
+	CHECK_EQ(fwwindow_days_from_civil(1900, 2, 28), -36466);
+	CHECK_EQ(fwwindow_days_from_civil(1900, 3, 1), -36465);
+	CHECK_EQ(fwwindow_days_from_civil(2100, 2, 28), 36583);
+	CHECK_EQ(fwwindow_days_from_civil(2024, 12, 31), 9131);
+	CHECK_EQ(fwwindow_days_from_civil(1, 1, 1), -730119);
+	CHECK_EQ(fwwindow_days_from_civil(1582, 10, 15), -152384);
+	CHECK_EQ(fwwindow_days_from_civil(9999, 12, 31), 2921939);
 	/* 2000 years = 5 x 146097 days back from 2000-03-01 (day 60) */
-	CHECK_EQ(fw_days_from_civil(0, 3, 1), 60 - 5 * 146097);
+	CHECK_EQ(fwwindow_days_from_civil(0, 3, 1), 60 - 5 * 146097);
 	/* -2000-01-01 = 2000-01-01 - 10 eras; -5000 = 2200 (python: 73049) - 18 eras */
-	CHECK_EQ(fw_days_from_civil(-2000, 1, 1), -1460970);
-	CHECK_EQ(fw_days_from_civil(-5000, 1, 1), 73049 - 18 * 146097);
+	CHECK_EQ(fwwindow_days_from_civil(-2000, 1, 1), -1460970);
+	CHECK_EQ(fwwindow_days_from_civil(-5000, 1, 1), 73049 - 18 * 146097);
 
 	CHECK_CIVIL(0, 2000, 1, 1);
 	CHECK_CIVIL(-10957, 1970, 1, 1);
@@ -211,15 +211,15 @@ test_civil_known(void)
 static void
 test_civil_round_trip(void)
 {
-	int64		first = fw_days_from_civil(-2000, 1, 1);
-	int64		last = fw_days_from_civil(3000, 12, 31);
+	int64		first = fwwindow_days_from_civil(-2000, 1, 1);
+	int64		last = fwwindow_days_from_civil(3000, 12, 31);
 	int64		ey = -2000, y, day, bad_day = PG_INT64_MIN;
 	int			em = 1, ed = 1, m, d, i;
 
 	for (day = first; day <= last; day++)
 	{
-		fw_civil_from_days(day, &y, &m, &d);
-		if (y != ey || m != em || d != ed || fw_days_from_civil(y, m, d) != day)
+		fwwindow_civil_from_days(day, &y, &m, &d);
+		if (y != ey || m != em || d != ed || fwwindow_days_from_civil(y, m, d) != day)
 		{
 			bad_day = day;
 			break;
@@ -237,9 +237,9 @@ test_civil_round_trip(void)
 	for (i = 0; i < 100000; i++)
 	{
 		day = lcg_range(-100000000, 100000000);
-		fw_civil_from_days(day, &y, &m, &d);
+		fwwindow_civil_from_days(day, &y, &m, &d);
 		if (m < 1 || m > 12 || d < 1 || d > ref_dim(y, m) ||
-			fw_days_from_civil(y, m, d) != day)
+			fwwindow_days_from_civil(y, m, d) != day)
 		{
 			CHECK_EQ(day, PG_INT64_MIN);	/* report the failing day */
 			break;
@@ -281,21 +281,21 @@ test_add_months(void)
 	CHECK_EQ(add_months(UNIX_EPOCH - 1, -1), ts(1969, 11, 30, 23, 59, 59) + 999999);
 
 	/* out of range: the limit of 64-bit microseconds is ~294,000 AD */
-	CHECK_EQ(fw_add_months(0, PG_INT64_MAX, &r), OOR);
-	CHECK_EQ(fw_add_months(0, PG_INT64_MIN, &r), OOR);
-	CHECK_EQ(fw_add_months(0, PG_INT32_MAX, &r), OOR);
-	CHECK_EQ(fw_add_months(0, INT64CONST(12) * 297000, &r), OOR);
-	CHECK_EQ(fw_add_months(0, INT64CONST(-12) * 297000, &r), OOR);
+	CHECK_EQ(fwwindow_add_months(0, PG_INT64_MAX, &r), OOR);
+	CHECK_EQ(fwwindow_add_months(0, PG_INT64_MIN, &r), OOR);
+	CHECK_EQ(fwwindow_add_months(0, PG_INT32_MAX, &r), OOR);
+	CHECK_EQ(fwwindow_add_months(0, INT64CONST(12) * 297000, &r), OOR);
+	CHECK_EQ(fwwindow_add_months(0, INT64CONST(-12) * 297000, &r), OOR);
 	CHECK_EQ(add_months(0, INT64CONST(12) * 290000), D(292000, 1, 1));
 }
 
 /* ---------- periods ---------- */
 
 #define ACCEPTS(mo, d, t, emo, espan) \
-	do { FwPeriod p_ = {-1, -1}; CHECK(fw_period_from_interval((mo), (d), (t), &p_)); \
+	do { FwPeriod p_ = {-1, -1}; CHECK(fwwindow_period_from_interval((mo), (d), (t), &p_)); \
 		CHECK_EQ(p_.months, (emo)); CHECK_EQ(p_.span, (espan)); } while (0)
 #define REJECTS(mo, d, t) \
-	do { FwPeriod p_; CHECK(!fw_period_from_interval((mo), (d), (t), &p_)); } while (0)
+	do { FwPeriod p_; CHECK(!fwwindow_period_from_interval((mo), (d), (t), &p_)); } while (0)
 
 /* Intervals become periods only when windows strictly increase. */
 static void
@@ -366,9 +366,9 @@ test_window_exact(void)
 	CHECK_EQ(boundary(&kyear, start, 2), start + 730000 * DAY);
 
 	/* 64-bit limits */
-	CHECK_EQ(fw_window_index(&usec, PG_INT64_MIN, PG_INT64_MAX, &k), OOR);
-	CHECK_EQ(fw_window_boundary(&min1, 0, PG_INT64_MAX, &k), OOR);
-	CHECK_EQ(fw_window_boundary(&usec, 1, PG_INT64_MAX, &k), OOR);
+	CHECK_EQ(fwwindow_index(&usec, PG_INT64_MIN, PG_INT64_MAX, &k), OOR);
+	CHECK_EQ(fwwindow_boundary(&min1, 0, PG_INT64_MAX, &k), OOR);
+	CHECK_EQ(fwwindow_boundary(&usec, 1, PG_INT64_MAX, &k), OOR);
 }
 
 /* Calendar periods: clamped month ends, leap days, mixed month + day. */
@@ -448,12 +448,12 @@ ref_add_months(int64 t, int64 months)
 
 	if (tod < 0)
 		tod += DAY, days--;
-	fw_civil_from_days(days, &y, &m, &d);
+	fwwindow_civil_from_days(days, &y, &m, &d);
 	mi = y * 12 + (m - 1) + months;
 	y = mi >= 0 ? mi / 12 : -((-mi + 11) / 12);
 	m = (int) (mi - y * 12) + 1;
 	d = Min(d, ref_dim(y, m));
-	return fw_days_from_civil(y, m, d) * DAY + tod;
+	return fwwindow_days_from_civil(y, m, d) * DAY + tod;
 }
 
 /*
@@ -483,9 +483,9 @@ test_window_invariant_random(void)
 			p = period((int32) lcg_range(1, 24), (int32) lcg_range(0, 40),
 					   lcg_range(0, DAY));
 
-		if (fw_window_index(&p, start, t, &k) != OK ||
-			fw_window_boundary(&p, start, k, &lo) != OK ||
-			fw_window_boundary(&p, start, k + 1, &hi) != OK ||
+		if (fwwindow_index(&p, start, t, &k) != OK ||
+			fwwindow_boundary(&p, start, k, &lo) != OK ||
+			fwwindow_boundary(&p, start, k + 1, &hi) != OK ||
 			!(lo <= t && t < hi) ||
 			(p.months > 0 && lo != ref_add_months(start, k * p.months) + k * p.span))
 		{
@@ -503,7 +503,7 @@ test_window_invariant_random(void)
 
 #define LIMIT(p, s, rate, cap, cost)	((FwLimit) {(p), (s), (rate), (cap), (cost)})
 /* decide into "dec", which must succeed */
-#define DECIDE(old, now)	CHECK_EQ(fw_decide(&l, (old), (now), &dec), OK)
+#define DECIDE(old, now)	CHECK_EQ(fwwindow_decide(&l, (old), (now), &dec), OK)
 /* the answer's ok, remaining, retry_after, reset_after */
 #define CHECK_DEC(ok_, rem, retry, reset) \
 	do { CHECK_EQ(dec.ok, (ok_)); CHECK_EQ(dec.remaining, (rem)); \
@@ -689,7 +689,7 @@ alternate(FwLimit *a, FwLimit *b, int64 from, int *allowed_b)
 	{
 		FwLimit    *l = (i % 2 == 0) ? a : b;
 
-		if (fw_decide(l, have ? &st : NULL, from + i * 5 * MINUTE, &dec) != OK)
+		if (fwwindow_decide(l, have ? &st : NULL, from + i * 5 * MINUTE, &dec) != OK)
 			return -1;
 		if (!dec.ok)
 		{
@@ -748,13 +748,13 @@ test_decide_out_of_range(void)
 	int64		half = PG_INT64_MAX / 2 + 1;	/* 2^62 */
 	FwLimit		l = LIMIT(period(0, 0, PG_INT64_MAX), 1, 5, 5, 1);
 
-	CHECK_EQ(fw_decide(&l, NULL, 1, &dec), OOR);	/* W(1) = 1 + (2^63-1) */
+	CHECK_EQ(fwwindow_decide(&l, NULL, 1, &dec), OOR);	/* W(1) = 1 + (2^63-1) */
 	l = LIMIT(period(0, 0, half), 0, 5, 5, 1);
-	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(fwwindow_decide(&l, NULL, 0, &dec), OK);
 	CHECK_EQ(dec.reset_after, half);
-	CHECK_EQ(fw_decide(&l, NULL, half, &dec), OOR);	/* W(2) = 2^63 */
+	CHECK_EQ(fwwindow_decide(&l, NULL, half, &dec), OOR);	/* W(2) = 2^63 */
 	l = LIMIT(period(12 * 300000, 0, 0), 0, 5, 5, 1);	/* 300,000 years */
-	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OOR);
+	CHECK_EQ(fwwindow_decide(&l, NULL, 0, &dec), OOR);
 }
 
 /*
@@ -769,7 +769,7 @@ test_decide_retry_never(void)
 	FwLimit		l = LIMIT(period(0, 0, 1000 * year), 0, 1, 1000, 1000);	/* 1 a millennium */
 
 	/* a new key holds 1 token: 1000 would take 999 more millennia */
-	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(fwwindow_decide(&l, NULL, 0, &dec), OK);
 	CHECK(!dec.ok);
 	CHECK_EQ(dec.remaining, 1);
 	CHECK_EQ(dec.retry_after, FW_RETRY_NEVER);
@@ -777,7 +777,7 @@ test_decide_retry_never(void)
 
 	/* 280 more millennia are within 64-bit time: that is promised */
 	l.cost = 281;
-	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(fwwindow_decide(&l, NULL, 0, &dec), OK);
 	CHECK_EQ(dec.retry_after, 280 * 1000 * year);
 
 	/*
@@ -786,12 +786,12 @@ test_decide_retry_never(void)
 	 * capacity.  The rate alone would have promised the third window.
 	 */
 	l = LIMIT(period(0, 0, MINUTE), 0, 5, 10, 12);
-	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(fwwindow_decide(&l, NULL, 0, &dec), OK);
 	CHECK(!dec.ok);
 	CHECK_EQ(dec.remaining, 5);
 	CHECK_EQ(dec.retry_after, FW_RETRY_NEVER);
 	l.cost = 10;
-	CHECK_EQ(fw_decide(&l, NULL, 0, &dec), OK);
+	CHECK_EQ(fwwindow_decide(&l, NULL, 0, &dec), OK);
 	CHECK_EQ(dec.retry_after, MINUTE);
 }
 
@@ -824,12 +824,12 @@ test_phase_start(void)
 		int64		last;
 		FwPeriod	too_long = period(12 * 300000, 0, 0);
 
-		CHECK_EQ(fw_phase_range(&min1, &first, &last), OK);
+		CHECK_EQ(fwwindow_phase_range(&min1, &first, &last), OK);
 		CHECK_EQ(first, UNIX_EPOCH);
 		CHECK_EQ(last, UNIX_EPOCH + MINUTE - 1);
-		CHECK_EQ(fw_phase_range(&month, &first, &last), OK);
+		CHECK_EQ(fwwindow_phase_range(&month, &first, &last), OK);
 		CHECK_EQ(last, UNIX_EPOCH + 31 * DAY - 1);
-		CHECK_EQ(fw_phase_range(&too_long, &first, &last), OOR);
+		CHECK_EQ(fwwindow_phase_range(&too_long, &first, &last), OOR);
 	}
 
 	/* in [epoch, epoch + period) for random exact periods and hashes */
@@ -838,7 +838,7 @@ test_phase_start(void)
 		uint64		h = (lcg_next() << 11) ^ lcg_next();
 		FwPeriod	p = period(0, 0, lcg_range(1, 100000 * DAY));
 
-		if (fw_phase_start(&p, h, &a) != OK || a < UNIX_EPOCH || a >= UNIX_EPOCH + p.span)
+		if (fwwindow_phase_start(&p, h, &a) != OK || a < UNIX_EPOCH || a >= UNIX_EPOCH + p.span)
 			bad++;
 	}
 	CHECK_EQ(bad, 0);
@@ -869,9 +869,9 @@ test_settle_all_or_nothing(void)
 	int64		now = unix_ts(1700000130);
 
 	hour.window_end = hour.window_start + HOUR;
-	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
-	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
-	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK_EQ(fwwindow_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fwwindow_decide(&l[1], &minute, now, &d[1]), OK);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK(!v.ok);
 	CHECK(!spend[0] && !spend[1]);
 	CHECK_EQ(d[0].remaining, 1500);		/* nothing spent in the hour */
@@ -880,9 +880,9 @@ test_settle_all_or_nothing(void)
 
 	/* with a token in the minute, both spend; the minute is the tighter */
 	minute.tokens = 1;
-	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
-	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
-	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK_EQ(fwwindow_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fwwindow_decide(&l[1], &minute, now, &d[1]), OK);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK(v.ok && spend[0] && spend[1] && !v.shadow_denied);
 	CHECK_EQ(d[0].remaining, 1499);
 	CHECK_EQ(v.deciding, 1);
@@ -891,9 +891,9 @@ test_settle_all_or_nothing(void)
 	/* retry_after is the latest of the denying windows' */
 	minute.tokens = 0;
 	hour.tokens = 0;
-	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
-	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
-	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK_EQ(fwwindow_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fwwindow_decide(&l[1], &minute, now, &d[1]), OK);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK(!v.ok);
 	CHECK_EQ(v.retry_after, d[0].retry_after);
 	CHECK(d[0].retry_after > d[1].retry_after);
@@ -903,9 +903,9 @@ test_settle_all_or_nothing(void)
 	/* a shadow minute never denies, and spends only when it would allow */
 	shadow[1] = true;
 	hour.tokens = 1500;
-	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
-	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
-	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK_EQ(fwwindow_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fwwindow_decide(&l[1], &minute, now, &d[1]), OK);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK(v.ok && v.shadow_denied && spend[0] && !spend[1]);
 	CHECK_EQ(v.deciding, 0);
 	CHECK_EQ(v.retry_after, 0);
@@ -913,23 +913,23 @@ test_settle_all_or_nothing(void)
 	/* every window a shadow: always allowed */
 	shadow[0] = true;
 	hour.tokens = 0;
-	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
-	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
-	fw_settle(l, shadow, 2, d, spend, &v);
+	CHECK_EQ(fwwindow_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fwwindow_decide(&l[1], &minute, now, &d[1]), OK);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK(v.ok && v.shadow_denied && !spend[0] && !spend[1]);
 	CHECK_EQ(v.retry_after, 0);
 
 	/* an enforced window with no time to promise: the call promises none */
 	shadow[0] = shadow[1] = false;
-	CHECK_EQ(fw_decide(&l[0], &hour, now, &d[0]), OK);
-	CHECK_EQ(fw_decide(&l[1], &minute, now, &d[1]), OK);
+	CHECK_EQ(fwwindow_decide(&l[0], &hour, now, &d[0]), OK);
+	CHECK_EQ(fwwindow_decide(&l[1], &minute, now, &d[1]), OK);
 	d[0].retry_after = FW_RETRY_NEVER;
-	fw_settle(l, shadow, 2, d, spend, &v);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK(!v.ok);
 	CHECK_EQ(v.retry_after, FW_RETRY_NEVER);
 	d[0].retry_after = 5 * USEC;
 	d[1].retry_after = FW_RETRY_NEVER;
-	fw_settle(l, shadow, 2, d, spend, &v);
+	fwwindow_settle(l, shadow, 2, d, spend, &v);
 	CHECK_EQ(v.retry_after, FW_RETRY_NEVER);
 }
 
@@ -942,7 +942,7 @@ test_refund(void)
 	FwDecision	dec;
 	bool		write;
 
-	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
+	CHECK_EQ(fwwindow_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
 	CHECK(write);
 	CHECK_EQ(dec.remaining, 7);
 	CHECK_EQ(dec.state.tokens, 7);
@@ -950,23 +950,23 @@ test_refund(void)
 
 	/* never above capacity */
 	l.cost = 100;
-	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
+	CHECK_EQ(fwwindow_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
 	CHECK(write);
 	CHECK_EQ(dec.remaining, 12);
 
 	/* the window ended: nothing given back, the new window's tokens held */
-	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000160), &dec, &write), OK);
+	CHECK_EQ(fwwindow_refund(&l, &st, unix_ts(1700000160), &dec, &write), OK);
 	CHECK(!write);
 	CHECK_EQ(dec.remaining, 12);	/* 3 + 10, up to capacity */
 
 	/* no counter: nothing to give back */
-	CHECK_EQ(fw_refund(&l, NULL, unix_ts(1700000130), &dec, &write), OK);
+	CHECK_EQ(fwwindow_refund(&l, NULL, unix_ts(1700000130), &dec, &write), OK);
 	CHECK(!write);
 	CHECK_EQ(dec.remaining, 10);
 
 	/* a full counter stays as it is */
 	st.tokens = 12;
-	CHECK_EQ(fw_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
+	CHECK_EQ(fwwindow_refund(&l, &st, unix_ts(1700000130), &dec, &write), OK);
 	CHECK(!write);
 }
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# make check-version: the version lives in the control files (fixed_window's
+# make check-version: every place a version lives agrees (docs/releasing.md
+# lists them).  The version lives in the control files (fixed_window's
 # default_version is the Makefile's EXTVERSION); META.json, which PGXN reads,
 # and debian/changelog's newest entry must say the same, as major.minor.patch
-# (major.minor.0 when the control file has no patch number).  The oldest
-# PostgreSQL lives in src/compat.h; META.json, debian/pgversions and the
-# README must say the same.
+# (major.minor.0 when the control file has no patch number).  Each
+# extension's update scripts, listed in the Makefile, lead from 1.0 to the
+# default version one release at a time; the upgrade tests end there
+# (test/sql/fw_upgrade.sql, test/t/009_upgrade.pl), and CHANGELOG.md has a
+# section for it.  The oldest PostgreSQL lives in src/compat.h; META.json,
+# debian/pgversions and the README must say the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +45,42 @@ check "META.json's fixed_window" "$fw" "$(meta_version fixed_window)"
 check "META.json's fixed_window_proxy" "$proxy" "$(meta_version fixed_window_proxy)"
 # the first line of debian/changelog: "source (version) distribution; ..."
 check "debian/changelog's version" "$fw" "$(sed -n '1s/^[^ ]* (\([^)-]*\).*/\1/p' debian/changelog)"
+
+# The chain of update scripts: the Makefile's list (UPGRADES for
+# fixed_window, PROXY_UPGRADES for the router) goes from 1.0 to the control
+# file's version, each script starting where the one before ended, and each
+# is in sql/ (as it is, or as the .sql.in make builds it from).
+makefile_list() {
+    awk -v var="$1" '
+        $1 == var && $2 == "=" { on = 1; $1 = ""; $2 = "" }
+        on { line = $0; cont = sub(/\\$/, "", line); print line; if (!cont) exit }' Makefile |
+        tr ' \t' '\n\n' | grep -- '--' || true
+}
+chain() {
+    local ext=$1 var=$2 want=$3 at=1.0 script from to
+    for script in $(makefile_list "$var"); do
+        [ -e "$script" ] || [ -e "$script.in" ] || { echo "$var names $script, which sql/ does not hold" >&2; status=1; }
+        script=${script#sql/$ext--}; script=${script%.sql}
+        from=${script%%--*}; to=${script#*--}
+        if [ "$from" != "$at" ]; then
+            echo "$var: the update from $from follows one that ends at $at" >&2
+            status=1
+        fi
+        at=$to
+    done
+    check "the last update script of $ext ($var)" "$want" "$(semver "$at")"
+}
+chain fixed_window UPGRADES "$fw"
+chain fixed_window_proxy PROXY_UPGRADES "$proxy"
+fw_short=$(control_version fixed_window)
+grep -q "UPDATE TO '$fw_short';" test/sql/fw_upgrade.sql ||
+    { echo "test/sql/fw_upgrade.sql does not update to $fw_short" >&2; status=1; }
+grep -q "UPDATE TO '$fw_short';" test/expected/fw_upgrade.out ||
+    { echo "test/expected/fw_upgrade.out does not show the update to $fw_short" >&2; status=1; }
+grep -q "is(\$default, '$fw_short'," test/t/009_upgrade.pl ||
+    { echo "test/t/009_upgrade.pl does not expect $fw_short as the default version" >&2; status=1; }
+grep -q "^## $fw_short[ :]" CHANGELOG.md ||
+    { echo "CHANGELOG.md has no section \"## $fw_short\"" >&2; status=1; }
 
 # The oldest PostgreSQL: compat.h refuses anything older; META.json,
 # debian/pgversions and the README must say the same; and SQL-standard

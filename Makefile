@@ -10,8 +10,10 @@ OBJS = \
 	src/define.o \
 	src/fixed_window.o \
 	src/identity.o \
+	src/keeper.o \
 	src/limit.o \
 	src/policy.o \
+	src/segment.o \
 	src/settings.o \
 	src/shmem_store.o \
 	src/stats.o \
@@ -26,7 +28,8 @@ OBJS = \
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
 PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
 UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
-	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql
+	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql \
+	sql/fixed_window--1.3--1.4.sql
 PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql
 UPGRADES_built = sql/fixed_window--1.2.1--1.3.sql sql/fixed_window_proxy--1.0--1.1.sql
 DATA = sql/fixed_window--1.0.sql sql/fixed_window_proxy--1.0.sql \
@@ -45,6 +48,9 @@ ISOLATION = fw_concurrent fw_policy_change
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
 	fw_policy_change fw_table_invalidation fw_definition_races
 TAP_TESTS = 1
+TAP_DSM = 001_concurrent_load.pl 003_standby.pl 004_full_memory.pl 005_restart.pl 006_property.pl \
+	007_window_boundaries.pl 008_databases.pl 010_policy_atomicity.pl 011_policy_dump.pl \
+	014_admin_under_load.pl 017_growth.pl
 NO_INSTALLCHECK = 1
 # Every test lives under test/: sql/ and expected/ for pg_regress (isolation's
 # expected files too), specs/, t/ for TAP, unit/ for the C unit tests.
@@ -52,7 +58,8 @@ REGRESS_OPTS = --inputdir=$(srcdir)/test
 ISOLATION_OPTS = --inputdir=$(srcdir)/test
 PROVE_TESTS = $(srcdir)/test/t/*.pl
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
-	tmp_check_isolation_table output_table output_iso_table test/unit/test_window
+	tmp_check_isolation_table tmp_check_regress_dsm tmp_check_isolation_dsm output_table \
+	output_iso_table output_dsm output_iso_dsm test/unit/test_window
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
@@ -79,17 +86,24 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 
 # The suites on throwaway clusters (make test): shared memory on a server
-# that preloads the library; the table on one that does not, where storage
-# "auto" means the table, plus what only the table backend does.  Their
+# that preloads the library; the same suites again on one that does not,
+# with storage "shmem" (dynamic shared memory, created by the first call);
+# the table on one that does not, where storage "auto" means the table, plus
+# what only the table backend does.  Their
 # servers run with MALLOC_PERTURB_ set, so that glibc fills freed memory: a
 # read through a pointer into memory already freed (a cache dropped by an
 # invalidation, say) then shows as garbage instead of passing unseen.
-test-regress test-regress-table test-isolation test-isolation-table test-tap: export MALLOC_PERTURB_ = 85
+test-regress test-regress-table test-regress-dsm test-isolation test-isolation-table \
+	test-isolation-dsm test-tap test-tap-dsm: export MALLOC_PERTURB_ = 85
 PRELOADED = --temp-config=$(srcdir)/test/preload.conf
 NOT_PRELOADED = --temp-config=$(srcdir)/test/table.conf
+DYNAMIC = --temp-config=$(srcdir)/test/dsm.conf
 test-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress \
 		$(PRELOADED) $(REGRESS)
+test-regress-dsm:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_dsm \
+		$(DYNAMIC) --outputdir=output_dsm $(REGRESS)
 test-regress-table:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_table \
 		$(NOT_PRELOADED) --outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
@@ -99,9 +113,18 @@ test-isolation:
 test-isolation-table:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_table \
 		$(NOT_PRELOADED) --outputdir=output_iso_table $(ISOLATION_TABLE)
+test-isolation-dsm:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_dsm \
+		$(DYNAMIC) --outputdir=output_iso_dsm $(ISOLATION)
 # TAP tests start clusters of their own either way, from the installed
 # files: not from files staged in DESTDIR (a package build), and not as root.
 test-tap:
+	$(prove_installcheck)
+# The shared-memory TAP suites again, their servers not preloading the
+# library and keeping counters in dynamic shared memory (test/t/shmem.inc).
+test-tap-dsm: export FW_SHMEM = dynamic
+test-tap-dsm: PROVE_TESTS = $(addprefix $(srcdir)/test/t/,$(TAP_DSM))
+test-tap-dsm:
 	$(prove_installcheck)
 ifneq ($(DESTDIR),)
 installcheck-tap:
@@ -119,20 +142,20 @@ test-deb:
 	bash $(srcdir)/scripts/deb_test.sh
 
 # The suites against a running server.  The table suites ask for the table
-# themselves (PGOPTIONS), so they run on any server; the shared-memory ones
-# need a server that preloads the library and are skipped, saying so, on
-# one that does not.
+# themselves (PGOPTIONS), so they run on any server; so do the shared-memory
+# ones, which ask for shared memory on a server that does not preload the
+# library (dynamic shared memory, created by their first call).
 installcheck: installcheck-regress installcheck-regress-table \
 	installcheck-isolation installcheck-isolation-table installcheck-tap
 server_preloads = '$(bindir)/psql' -XAtq -d postgres \
 	-c "SELECT 1 WHERE 'fixed_window' = ANY (string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','))" \
 	| grep -q 1
 installcheck-regress:
-	@if $(server_preloads); then $(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS); \
-	else echo "installcheck-regress: skipped, the server does not preload fixed_window"; fi
+	@if ! $(server_preloads); then export PGOPTIONS="$$PGOPTIONS -c fixed_window.storage=shmem"; fi; \
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 installcheck-isolation:
-	@if $(server_preloads); then $(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION); \
-	else echo "installcheck-isolation: skipped, the server does not preload fixed_window"; fi
+	@if ! $(server_preloads); then export PGOPTIONS="$$PGOPTIONS -c fixed_window.storage=shmem"; fi; \
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 installcheck-regress-table:
 	export PGOPTIONS="$$PGOPTIONS -c fixed_window.storage=table" && $(pg_regress_installcheck) $(REGRESS_OPTS) \
 		--outputdir=output_table $(REGRESS) $(REGRESS_TABLE)

@@ -10,7 +10,11 @@
 # and 32 clients; named policies (one window, two, one with 200,000
 # overrides) and the router.  Then the first call of a policy after a
 # definition changed, one query making 1,000,000 calls against the same
-# query with hashtext(), and memory per counter.
+# query with hashtext(), and memory per counter.  A second server, which
+# does not preload the library and keeps counters in dynamic shared memory
+# (storage = shmem), runs the shared-memory rows again, and the table of
+# counters is resized there: how long a resize of 100,000 live counters
+# takes, and the calls' rate while the table is resized once a second.
 #
 # Every figure is the median of BENCH_RUNS runs; the runs of different rows
 # are interleaved so that a slow moment of the machine does not land on one
@@ -29,11 +33,22 @@ fw_build_install
 dir=$(fw_private_dir)
 cleanup() {
     redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    fw_cluster_stop "$dir/dynamic"
     fw_cluster_stop "$dir"
     rm -rf "$dir"
 }
 trap cleanup EXIT
 
+# The server without preload: its own socket directory, the same port.
+dyn=$dir/dynamic
+mkdir -p "$dyn"; [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$dyn"
+fw_cluster_start "$dyn" \
+    "fixed_window.storage = shmem" \
+    "fixed_window.max_counters = 200000" \
+    "fixed_window.database_share = 100" \
+    "fixed_window.role_share = 100" \
+    "max_connections = 100"
+fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
 fw_cluster_start "$dir" \
     "shared_preload_libraries = 'fixed_window'" \
     "fixed_window.max_counters = 200000" \
@@ -124,13 +139,15 @@ tps() {
                 awk -F'"' 'NR == 2 {print $4}'
             ;;
         *)
-            local storage=shmem db=postgres
+            local storage=shmem db=postgres host=$dir script=$row
             [[ $row = table_* ]] && storage=table
             [[ $row = router_* ]] && db=router
+            # dyn_*: the same script on the server without preload
+            [[ $row = dyn_* ]] && host=$dyn script=shmem_${row#dyn_}
             # a failed run shows why: pgbench's errors, then the server's
-            if ! PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
+            if ! PGHOST=$host PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
                 pgbench -n -M prepared -c "$clients" -j 2 -T "$SECONDS_PER_RUN" \
-                -f "$scripts/$row.sql" "$db" >"$dir/pgbench.out" 2>&1; then
+                -f "$scripts/$script.sql" "$db" >"$dir/pgbench.out" 2>&1; then
                 grep -v '^progress' "$dir/pgbench.out" | tail -n 20 >&2
                 tail -n 20 "$dir/server.log" >&2
                 return 0
@@ -142,14 +159,44 @@ tps() {
 
 # Milliseconds one bulk query takes.
 query_ms() {
-    local storage=shmem
+    local storage=shmem host=$dir script=$1
     [ "$1" = bulk_table ] && storage=table
-    PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
-        psql -X -q -c '\timing on' -f "$scripts/$1.sql" | awk '/^Time:/ {print $2}'
+    [ "$1" = bulk_dyn ] && host=$dyn script=bulk_shmem
+    PGHOST=$host PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
+        psql -X -q -c '\timing on' -f "$scripts/$script.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param shmem_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row shmem_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
-BULK_ROWS="bulk_hashtext bulk_shmem bulk_table"
+TPS_ROWS="select1 param shmem_random dyn_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row shmem_hot dyn_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+BULK_ROWS="bulk_hashtext bulk_shmem bulk_dyn bulk_table"
+
+# Resizing on the server without preload, with 100,000 live counters: the
+# milliseconds of each resize (alternately to 250,000 and 200,000 slots),
+# then the TPS of shmem_random with 8 clients without resizes and while the
+# table is resized once a second, in alternate runs.  Prints the median
+# resize in ms, then the two median TPS.
+growth() {
+    local times=() plain=() resizing=() i slots
+    PGHOST=$dyn fw_as_user psql -X -q -c "SELECT count(*) FROM generate_series(1, 100000) g,
+        fw_limit('grow', g::text, 1000000000, '1 hour')" >/dev/null
+    for i in $(seq 11); do
+        slots=$(( i % 2 ? 250000 : 200000 ))
+        times+=("$(PGHOST=$dyn fw_as_user psql -X -q -c '\timing on' \
+            -c "SELECT counters_moved FROM fw_resize_counters($slots)" | awk '/^Time:/ {print $2}')")
+    done
+    for i in $(seq "$RUNS"); do
+        plain+=("$(tps dyn_random 8)")
+        ( for _ in $(seq "$SECONDS_PER_RUN"); do
+              sleep 1
+              slots=$(( RANDOM % 2 ? 250000 : 200000 ))
+              PGHOST=$dyn fw_as_user psql -X -q -c "SELECT fw_resize_counters($slots)" >/dev/null
+          done ) &
+        resizing+=("$(tps dyn_random 8)")
+        wait
+    done
+    printf '%s\n' "${times[@]}" | median
+    printf '%s\n' "${plain[@]}" | median
+    printf '%s\n' "${resizing[@]}" | median
+}
 
 # CPU per call on each side of the router's hop: the router's backends (the
 # pgbench sessions' own) and the shard's backends (PL/Proxy's connections),
@@ -241,11 +288,18 @@ med() { printf '%s\n' ${samples[$1]} | median; }
 fw_log "a policy with $OVERRIDES overrides, after a change"
 read -r -d '' change_first change_cached key_first key_cached key_none <<<"$(override_costs)" || true
 
+# Memory: the counters' segment is the largest dynamic shared memory segment
+# (/dev/shm) of the two servers, each of fixed_window.max_counters slots
+# until the resizes below.
+shmem_bytes=$(find /dev/shm -maxdepth 1 -name 'PostgreSQL.*' -user "$FW_RUN_USER" -printf '%s\n' | sort -n | tail -n 1)
+
+fw_log "resizing the table of counters"
+read -r -d '' resize_ms growth_plain growth_resizing <<<"$(growth)" || true
+
 fw_log "CPU per call on each side of the router"
 read -r cpu_router cpu_shard cpu_calls <<<"$(router_cpu_split)"
 
 # Memory: shared memory per counter slot, and table bytes per live key.
-shmem_bytes=$(fw_as_user psql -X -At -c "SELECT allocated_size FROM pg_shmem_allocations WHERE name = 'fixed_window'")
 max_counters=$(fw_as_user psql -X -At -c "SHOW fixed_window.max_counters")
 table_stats=$(fw_as_user psql -X -q -At -F " " -c "VACUUM fw_counter" \
     -c "SELECT pg_total_relation_size('fw_counter'), count(*) FROM fw_counter")
@@ -264,6 +318,9 @@ label() {
         router_select1) echo '`SELECT 1` on the shard through the same router' ;;
         shmem_random_row) echo 'the same, all four columns: `SELECT * FROM fw_limit(...)`' ;;
         shmem_hot) echo 'fw_limit, shared memory, one hot key' ;;
+        dyn_random) echo 'fw_limit, dynamic shared memory without preload, 10,000 random keys' ;;
+        dyn_hot) echo 'fw_limit, dynamic shared memory without preload, one hot key' ;;
+        bulk_dyn) echo 'fw_limit, dynamic shared memory without preload' ;;
         table_random) echo 'fw_limit, table, 10,000 random keys' ;;
         table_hot) echo 'fw_limit, table, one hot key' ;;
         recipe_random) echo 'PL/pgSQL recipe, 10,000 random keys' ;;
@@ -320,6 +377,16 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
         echo "$line"
     done
     echo
+    ratio_table "shared memory without preload" \
+        "no preload / preloaded, 10,000 random keys|dyn_random|shmem_random" \
+        "no preload / preloaded, one hot key|dyn_hot|shmem_hot"
+    echo
+    echo "| resizing the table without preload, 100,000 live counters | |"
+    echo "|---|---:|"
+    echo "| one resize (to 250,000 or 200,000 slots), median of 11 | $resize_ms ms |"
+    echo "| fw_limit, 8 clients, 10,000 random keys, without resizes | $(printf '%.0f' "$growth_plain") TPS |"
+    echo "| the same while the table is resized once a second | $(printf '%.0f' "$growth_resizing") TPS ($(ratio "$growth_resizing" "$growth_plain")x) |"
+    echo
     ratio_table "named policies" \
         "one-window policy / the same call inline|policy_one|shmem_random" \
         "two-window policy / one-window policy|policy_two|policy_one" \
@@ -350,7 +417,7 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
     echo
     echo "| memory | bytes |"
     echo "|---|---:|"
-    echo "| shared memory per counter slot (allocated / fixed_window.max_counters = $max_counters) | $(ratio "$shmem_bytes" "$max_counters") |"
+    echo "| shared memory per counter slot (the counters' segment / fixed_window.max_counters = $max_counters) | $(ratio "$shmem_bytes" "$max_counters") |"
     echo "| table per live key (pg_total_relation_size / $table_rows rows, after VACUUM) | $(ratio "$table_bytes" "$table_rows") |"
 } >"$FW_ROOT/bench/results/latest.md"
 cat "$FW_ROOT/bench/results/latest.md"

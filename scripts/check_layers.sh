@@ -16,22 +16,25 @@ cd "$(dirname "$0")/../src"
 # The layer of each file, bottom (0) to top:
 #   0  compat.h, window: window and token arithmetic (pure, unit-tested)
 #   1  identity: counters' identities, hashes, validated limits;
+#      segment: the dynamic shared memory segments and their registry;
 #      settings: settings and clock; catalog: the extension's relations
 #   2  decide: a call (FwCall) and its decision (FwOutcome)
 #   3  shmem_store, table_store, stats, policy: the stores, the statistics
 #      and the policies' cache, peers
-#   4  store: picks a store, counts statistics, reports failures
+#   4  store: picks a store, counts statistics, reports failures;
+#      keeper: the background worker that looks after shared memory
 #   5  call: builds a call, inline or from a policy with the key's overrides
 #   6  limit, admin, trigger, define: the SQL-callable functions;
 #      fixed_window: _PG_init and the hooks
 layer() {
     case "$1" in
         compat.h | window.h | window.c) echo 0 ;;
-        identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c) echo 1 ;;
+        identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
+            segment.h | segment.c) echo 1 ;;
         decide.h | decide.c) echo 2 ;;
         shmem_store.h | shmem_store.c | table_store.h | table_store.c | stats.h | stats.c | \
             policy.h | policy.c) echo 3 ;;
-        store.h | store.c) echo 4 ;;
+        store.h | store.c | keeper.c) echo 4 ;;
         call.h | call.c) echo 5 ;;
         limit.c | admin.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
         *) echo "unknown" ;;

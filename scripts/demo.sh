@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make demo: a throwaway cluster with fixed_window preloaded; a short psql
-# session in which a quota allows, denies, then allows again; then the
+# make demo: a throwaway cluster that does not preload fixed_window; a short
+# psql session that turns on shared-memory counters without a restart, in
+# which a quota allows, denies, then allows again; then the
 # example HTTP service (examples/service) answering its sixth request of a
 # minute with 429 Too Many Requests and the rate-limit headers.
 source "$(dirname "$0")/lib.sh"
@@ -12,7 +13,7 @@ fw_build_install
 dir=$(fw_private_dir)
 source "$FW_ROOT/examples/service/start.sh"
 trap 'service_stop; fw_cluster_stop "$dir"; rm -rf "$dir"' EXIT
-fw_cluster_start "$dir" "shared_preload_libraries = 'fixed_window'"
+fw_cluster_start "$dir"
 fw_log "throwaway cluster in $dir; running demo/demo.sql"
 fw_as_user psql -X -q -v ON_ERROR_STOP=1 -f "$FW_ROOT/demo/demo.sql"
 

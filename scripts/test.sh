@@ -70,9 +70,12 @@ layer version check-version
 layer docs check-docs
 layer regress test-regress
 layer regress-table test-regress-table
+layer regress-dsm test-regress-dsm
 layer isolation test-isolation
 layer isolation-table test-isolation-table
+layer isolation-dsm test-isolation-dsm
 layer tap test-tap
+layer tap-dsm test-tap-dsm
 layer service test-service
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 

@@ -33,6 +33,7 @@
 #include "table_store.h"
 
 PG_FUNCTION_INFO_V1(fw_shmem_counters);
+PG_FUNCTION_INFO_V1(fw_resize_counters);
 PG_FUNCTION_INFO_V1(fw_table_counters);
 PG_FUNCTION_INFO_V1(fw_may_see_key);
 PG_FUNCTION_INFO_V1(fw_shmem_reset);
@@ -304,4 +305,45 @@ Datum
 fw_now(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TIMESTAMPTZ(fwsettings_clock_now());
+}
+
+/*
+ * fw_resize_counters(slots integer) returns (slots_before, slots_after,
+ * counters_moved)
+ *
+ * Replace shared memory's table of counters by one of slots slots, online
+ * (fwshmem_resize).  The table is created first if there is none yet.
+ */
+Datum
+fw_resize_counters(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	int32		slots;
+	uint32		before;
+	uint32		moved;
+	Datum		values[3];
+	bool		nulls[3] = {false};
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("argument \"%s\" must not be null", "slots")));
+	slots = PG_GETARG_INT32(0);
+	if (slots < FW_MIN_COUNTERS || slots > FW_MAX_COUNTERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("slots must be between %d and %d", FW_MIN_COUNTERS, FW_MAX_COUNTERS),
+				errdetail("It was %d.", slots)));
+	if (!fwshmem_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("fixed_window cannot keep counters in shared memory in a single-user server")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	moved = fwshmem_resize((uint32) slots, &before);
+	values[0] = Int32GetDatum((int32) before);
+	values[1] = Int32GetDatum(slots);
+	values[2] = Int64GetDatum((int64) moved);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

@@ -45,6 +45,15 @@ extern void _PG_init(void);
 #define FW_HAVE_SHMEM_REQUEST_HOOK
 #endif
 
+/*
+ * A registry of named dynamic shared memory segments from 17 on
+ * (GetNamedDSMSegment); before, segment.c keeps its own in the main shared
+ * memory.
+ */
+#if PG_VERSION_NUM >= 170000
+#define FW_HAVE_DSM_REGISTRY
+#endif
+
 /* Custom settings' prefixes are reserved from 15 on. */
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)

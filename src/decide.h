@@ -25,7 +25,9 @@ typedef enum FwApplyResult
 	FW_APPLY_OUT_OF_RANGE,		/* a boundary lies beyond 64-bit time */
 	FW_APPLY_FULL,				/* no room for a new counter */
 	FW_APPLY_DATABASE_FULL,		/* the database holds all it may */
-	FW_APPLY_ROLE_FULL			/* the role holds all it may */
+	FW_APPLY_ROLE_FULL,			/* the role holds all it may */
+	FW_APPLY_RETIRED			/* shared memory's table was replaced while
+								 * the call waited: the store tries again */
 } FwApplyResult;
 
 /* Whether a store found no room for a new counter. */

@@ -4,12 +4,13 @@
  *	  Module entry point of the fixed_window extension: the one place that
  *	  shows what it plugs into.
  *
- * The settings are defined whenever the library is loaded.  The shared
- * memory parts -- the counters and the statistics, peers that know nothing
- * of each other -- exist only when the library is in
- * shared_preload_libraries, since shared memory is sized and created at
- * postmaster start; this file requests and starts each of them, and tells
- * both when a database is dropped.
+ * The settings are defined whenever the library is loaded, and so is the
+ * hook that tells the shared memory parts -- the counters and the
+ * statistics, peers that know nothing of each other -- when a database is
+ * dropped.  Both live in dynamic shared memory that any backend can create
+ * (segment.c); when the library is in shared_preload_libraries, the
+ * registry that finds them is requested with the main shared memory, and
+ * the keeper, which saves the counters at shutdown, starts with the server.
  *
  * The files of src/ form layers, each using only those below it; the one
  * map of them, and of how functions are named, is scripts/check_layers.sh,
@@ -30,6 +31,7 @@
 #include "tcop/utility.h"
 
 #include "compat.h"
+#include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
@@ -49,8 +51,7 @@ fwinit_shmem_request_hook(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 #endif
-	fwshmem_request();
-	fwstats_request();
+	fwsegment_request();
 }
 
 static void
@@ -60,8 +61,7 @@ fwinit_shmem_startup_hook(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	fwshmem_startup();
-	fwstats_startup();
+	fwsegment_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -102,11 +102,18 @@ void
 _PG_init(void)
 {
 	fwsettings_define();
+	fwshmem_define_settings();
+
+	/*
+	 * Without preloading, only sessions that loaded the library see a DROP
+	 * DATABASE; the keeper forgets the databases the others dropped.
+	 */
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = fwinit_process_utility_hook;
 
 	if (process_shared_preload_libraries_in_progress)
 	{
-		fwshmem_define_settings();
-
+		fw_preloaded = true;
 #ifdef FW_HAVE_SHMEM_REQUEST_HOOK
 		prev_shmem_request_hook = shmem_request_hook;
 		shmem_request_hook = fwinit_shmem_request_hook;
@@ -115,8 +122,7 @@ _PG_init(void)
 #endif
 		prev_shmem_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = fwinit_shmem_startup_hook;
-		prev_process_utility_hook = ProcessUtility_hook;
-		ProcessUtility_hook = fwinit_process_utility_hook;
+		fwshmem_start_keeper(false);
 	}
 
 	MarkGUCPrefixReserved("fixed_window");

@@ -19,6 +19,7 @@
 #include "settings.h"
 
 int			fw_storage = FW_STORAGE_AUTO;
+bool		fw_preloaded = false;	/* in shared_preload_libraries */
 bool		fw_fail_open = false;
 int			fw_database_share = 50;
 int			fw_role_share = 50;

@@ -18,7 +18,7 @@
 typedef enum FwStorage
 {
 	FW_STORAGE_AUTO,			/* shared memory if preloaded, else the table */
-	FW_STORAGE_SHMEM,
+	FW_STORAGE_SHMEM,			/* shared memory, preloaded or not */
 	FW_STORAGE_TABLE
 } FwStorage;
 
@@ -29,6 +29,7 @@ typedef enum FwStorage
 #define FW_MAX_DATABASES	1024
 
 extern int	fw_storage;
+extern bool fw_preloaded;
 extern bool fw_fail_open;
 extern int	fw_database_share;
 extern int	fw_role_share;

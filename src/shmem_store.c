@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * shmem_store.c
- *	  Counters in shared memory: a fixed-size, partitioned hash table.
+ *	  Counters in shared memory: a partitioned hash table in a dynamic
+ *	  shared memory segment, which grows online.
  *
- * Layout.  The table is created at postmaster start, sized by
- * fixed_window.max_counters, and never grows.  It is one allocation of
- * three parts:
+ * Layout.  The table is one dynamic shared memory segment (segment.c),
+ * created by the first backend that needs it, with or without
+ * shared_preload_libraries, sized by fixed_window.max_counters.  After the
+ * segment's header (FwSegment), it holds three parts:
  *
- *	- FwShared, a header: the free list, the reclaim hint and the slots
+ *	- FwShared: the locks, the free list, the reclaim hint and the slots
  *	  each database and each role holds;
  *	- buckets[], the head slot of each hash chain (a power of two of them);
  *	- slots[], an array of FW_SLOT_SIZE-byte slots.
@@ -17,9 +19,31 @@
  * continue in overflow slots chained from the counter.  Identity is the
  * exact (database, name, key) triple: the hash only chooses the chain.
  * Slots are addressed by index, so the table has no pointers and no
- * allocator of its own beyond the free list.
+ * allocator of its own beyond the free list, and means the same in every
+ * backend, wherever each maps the segment.
  *
- * Locks.  There are FW_NUM_PARTITIONS + 1 LWLocks and one spinlock:
+ * Growing (fwshmem_resize).  A table never changes size: a bigger one, in
+ * a new segment, replaces it.  The resizing backend takes the old table's
+ * admin lock and every partition lock, so that no call is under way on it,
+ * copies every counter into the new table, publishes the new segment and
+ * marks the old one retired (segment.c), then releases the old locks.  A
+ * backend that then gets an old lock sees the old segment retired, lets
+ * go, maps the new one and starts again: a call is decided wholly on one
+ * table, and none is decided on the old table after the copy.  A counter's
+ * partition is its hash's low bits whatever the number of buckets, so a
+ * walk over the partitions can go on in the new table where it was.
+ *
+ * Saving at shutdown.  A background worker, the keeper (keeper.c), maps
+ * the segment for the life of the server: started with the server when the
+ * library is preloaded, and by the backend that creates the segment
+ * otherwise.  At a clean shutdown (SIGTERM) it waits until no other backend
+ * maps the segment, then writes every counter to a file
+ * (fwshmem_save_at_shutdown), which the backend that next creates the
+ * segment reads back.  A crash, or an immediate shutdown, sends it SIGQUIT
+ * instead: nothing is written, and the next segment starts empty.
+ *
+ * Locks.  There are FW_NUM_PARTITIONS + 1 LWLocks, in the segment, and one
+ * spinlock:
  *
  *	- partition locks: the bucket of a hash is its low bits, and the
  *	  partition of a bucket is the low bits of the bucket, so a chain and
@@ -33,14 +57,15 @@
  *	  ordered, each judged on the state the previous one left (fwwindow_decide
  *	  copes with a clock that reads earlier than the state), and no call
  *	  spends in one window while another denies it.
- *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming and claiming an
- *	  entry of databases[] or roles[].  A call that finds no room takes it, then
+ *	- the admin lock (FW_ADMIN_LOCK): serializes reclaiming, claiming an
+ *	  entry of databases[] or roles[], and replacing the table.  A call that finds no room takes it, then
  *	  retries, then reclaims, so that while one backend reclaims the others
  *	  wait and then find the slots it freed.
  *	- the mutex (a spinlock): held for a few instructions to move slots on
  *	  or off the free list and change the counts that go with them.
  *
- * Order: the admin lock before partition locks before the mutex.  A call
+ * Order: the admin lock before partition locks before the mutex, and the
+ * registry's lock (segment.c) after them when the table is replaced.  A call
  * takes its partition locks in ascending index order, so two calls never
  * wait for each other in a cycle; a walk over the whole table takes one
  * partition lock at a time, in index order.
@@ -48,7 +73,11 @@
  * What guards each field:
  *
  *	FwShared.locks, nbuckets, nslots
- *					set at startup, never change
+ *					set before the segment is published, never change
+ *	the segment's retired flag
+ *					set while its admin lock and every partition lock are
+ *					held, never cleared: a backend holding any of them reads
+ *					it true only if the table was replaced
  *	FwShared.free_head, nfree
  *					mutex
  *	FwShared.reclaim_after
@@ -68,8 +97,8 @@
  *					the partition lock of its bucket, while it is in a
  *					chain; a free slot's link belongs to the mutex
  *
- * The postmaster reads the table without locks when it saves it at
- * shutdown: no backend is left then.
+ * The keeper reads the table under the partition locks when it saves it
+ * at shutdown, although no other backend maps it by then.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -77,19 +106,24 @@
  */
 #include "postgres.h"
 
-#include "access/xlog_internal.h"
-#include "catalog/pg_control.h"
+#include <sys/stat.h>
+
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "compat.h"
+#include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
 
@@ -99,10 +133,10 @@
 #define FW_NIL				PG_UINT32_MAX	/* no slot */
 #define FW_NO_ENTRY			(-1)	/* no entry of databases[] or roles[] */
 #define FW_MAX_ROLES		1024	/* roles whose slots are counted at once */
-#define FW_LOCK_TRANCHE		"fixed_window"
-#define FW_MIN_COUNTERS		1000
-#define FW_MAX_COUNTERS		100000000
 #define FW_DEFAULT_COUNTERS	100000
+
+/* Where the keeper saves the counters at shutdown (see fwshmem_dump). */
+#define FW_DUMP_FILE		"pg_stat/fixed_window.stat"
 
 /*
  * A counter's name as stored here and in the dump file: its limit's or
@@ -173,6 +207,7 @@ typedef struct FwOwners
 	Oid			dbid;			/* the database that entry must still be of */
 	int			role;			/* entry of roles[], or FW_NO_ENTRY */
 	Oid			roleid;			/* the role that entry must still be of */
+	bool		unbounded;		/* beyond the shares: a table being copied */
 } FwOwners;
 
 /* How often an entry taken for another database or role is looked up again. */
@@ -180,7 +215,7 @@ typedef struct FwOwners
 
 typedef struct FwShared
 {
-	LWLockPadded *locks;		/* partitions, then the admin lock */
+	LWLockPadded locks[FW_NUM_PARTITIONS + 1];	/* partitions, then admin */
 	uint32		nbuckets;		/* a power of two, >= FW_NUM_PARTITIONS */
 	uint32		nslots;
 	slock_t		mutex;
@@ -192,6 +227,8 @@ typedef struct FwShared
 	FwShare		roles[FW_MAX_ROLES];
 } FwShared;
 
+/* The table this backend maps: its segment, and the segment's parts. */
+static FwSegment *fw_segment = NULL;
 static FwShared *fw_shared = NULL;
 static uint32 *fw_buckets = NULL;
 static FwSlot *fw_slots = NULL;
@@ -203,7 +240,6 @@ static FwShmemUsage fw_last_no_room;
 static int	fw_my_database = FW_NO_ENTRY;
 static int	fw_my_role = FW_NO_ENTRY;
 
-static void fwshmem_dump(int code, Datum arg);
 static void fwshmem_load(void);
 
 static LWLock *
@@ -218,16 +254,17 @@ fwshmem_admin_lock(void)
 	return &fw_shared->locks[FW_ADMIN_LOCK].lock;
 }
 
-/* Settings of shared memory, defined only while preloading. */
+/* Settings of shared memory. */
 void
 fwshmem_define_settings(void)
 {
 	/* the GUC machinery keeps the pointer: static, never freed */
-	static char max_counters_desc[200];
+	static char max_counters_desc[300];
 
 	snprintf(max_counters_desc, sizeof(max_counters_desc),
 			 "Each counter takes one %d-byte slot for a limit name and key of up to "
-			 "%d bytes together, and one more slot for every further %d bytes.",
+			 "%d bytes together, and one more slot for every further %d bytes. "
+			 "A new value takes effect at a reload: the counters move to a table of that size.",
 			 FW_SLOT_SIZE, (int) FW_INLINE_TEXT, (int) FW_OVERFLOW_TEXT);
 	DefineCustomIntVariable("fixed_window.max_counters",
 							"Sets the number of counter slots in shared memory.",
@@ -236,7 +273,7 @@ fwshmem_define_settings(void)
 							FW_DEFAULT_COUNTERS,
 							FW_MIN_COUNTERS,
 							FW_MAX_COUNTERS,
-							PGC_POSTMASTER,
+							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
 
@@ -251,41 +288,67 @@ fwshmem_define_settings(void)
 }
 
 static uint32
-fwshmem_bucket_count(void)
+fwshmem_bucket_count(uint32 nslots)
 {
 	uint32		n = FW_NUM_PARTITIONS;
 
-	while (n < (uint32) fw_max_counters)
+	while (n < nslots)
 		n <<= 1;
 	return n;
 }
 
-/* The header, then the buckets, then the slots, in one allocation. */
+/* The segment's header, the table's header, the buckets, the slots. */
+static Size
+fwshmem_shared_offset(void)
+{
+	return FW_SEGMENT_HEADER_SIZE;
+}
+
 static Size
 fwshmem_buckets_offset(void)
 {
-	return MAXALIGN(sizeof(FwShared));
+	return add_size(fwshmem_shared_offset(), MAXALIGN(sizeof(FwShared)));
 }
 
 static Size
-fwshmem_slots_offset(void)
+fwshmem_slots_offset(uint32 nslots)
 {
 	return add_size(fwshmem_buckets_offset(),
-					MAXALIGN(mul_size(fwshmem_bucket_count(), sizeof(uint32))));
+					MAXALIGN(mul_size(fwshmem_bucket_count(nslots), sizeof(uint32))));
 }
 
 static Size
-fwshmem_size(void)
+fwshmem_size(uint32 nslots)
 {
-	return add_size(fwshmem_slots_offset(), mul_size(fw_max_counters, sizeof(FwSlot)));
+	return add_size(fwshmem_slots_offset(nslots), mul_size(nslots, sizeof(FwSlot)));
 }
 
-/* From shmem_request_hook (or _PG_init before 15). */
-void
-fwshmem_request(void)
+/* Use the table of segment from now on (or none). */
+static void
+fwshmem_use(FwSegment *segment)
 {
-	RequestAddinShmemSpace(fwshmem_size());
-	RequestNamedLWLockTranche(FW_LOCK_TRANCHE, FW_NUM_PARTITIONS + 1);
+	if (segment == fw_segment)
+		return;
+	fw_segment = segment;
+	fw_shared = NULL;
+	fw_buckets = NULL;
+	fw_slots = NULL;
+	if (segment != NULL)
+	{
+		fw_shared = (FwShared *) ((char *) segment + fwshmem_shared_offset());
+		fw_buckets = (uint32 *) ((char *) segment + fwshmem_buckets_offset());
+		fw_slots = (FwSlot *) ((char *) segment + fwshmem_slots_offset(fw_shared->nslots));
+	}
+	/* entries of databases[] and roles[] are the table's */
+	fw_my_database = FW_NO_ENTRY;
+	fw_my_role = FW_NO_ENTRY;
+}
+
+/* Whether the table in use was replaced; under any of its locks. */
+static bool
+fwshmem_retired(void)
+{
+	return pg_atomic_read_u32(&fw_segment->retired) != 0;
 }
 
 /* Empty the table: every bucket empty, every slot on the free list. */
@@ -305,38 +368,79 @@ fwshmem_clear(void)
 	memset(fw_shared->roles, 0, sizeof(fw_shared->roles));
 }
 
-/* From shmem_startup_hook, under AddinShmemInitLock. */
-void
-fwshmem_startup(void)
+/* A new segment's table, empty, of nslots slots; then used here. */
+static void
+fwshmem_init_table(FwSegment *segment, uint32 nslots)
 {
-	bool		found;
+	FwShared   *shared = (FwShared *) ((char *) segment + fwshmem_shared_offset());
+	int			tranche = fwsegment_lock_tranche();
+	int			i;
 
-	fw_shared = ShmemInitStruct("fixed_window", fwshmem_size(), &found);
-	fw_buckets = (uint32 *) ((char *) fw_shared + fwshmem_buckets_offset());
-	fw_slots = (FwSlot *) ((char *) fw_shared + fwshmem_slots_offset());
-
-	if (!found)
-	{
-		fw_shared->locks = GetNamedLWLockTranche(FW_LOCK_TRANCHE);
-		fw_shared->nbuckets = fwshmem_bucket_count();
-		fw_shared->nslots = (uint32) fw_max_counters;
-		SpinLockInit(&fw_shared->mutex);
-
-		fwshmem_clear();
-
-		/* the counters of the last clean shutdown, if saved */
-		fwshmem_load();
-	}
-
-	/* the postmaster saves the counters when it shuts down */
-	if (!IsUnderPostmaster)
-		on_shmem_exit(fwshmem_dump, (Datum) 0);
+	Assert(segment->size >= fwshmem_size(nslots));
+	for (i = 0; i < FW_NUM_PARTITIONS + 1; i++)
+		LWLockInitialize(&shared->locks[i].lock, tranche);
+	shared->nbuckets = fwshmem_bucket_count(nslots);
+	shared->nslots = nslots;
+	SpinLockInit(&shared->mutex);
+	fw_segment = NULL;			/* make fwshmem_use compute the parts */
+	fwshmem_use(segment);
+	fwshmem_clear();
 }
 
+/*
+ * The first table of a server: empty, with the counters saved at the last
+ * clean shutdown, and with a keeper to save them at the next.
+ */
+static void
+fwshmem_init_first(FwSegment *segment, void *arg)
+{
+	fwshmem_init_table(segment, (uint32) fw_max_counters);
+	fwshmem_load();
+	if (!fw_preloaded && fwsegment_claim_keeper())
+		fwshmem_start_keeper(true);
+}
+
+/*
+ * Map the current table, creating it if there is none and create is true.
+ * Returns whether there is one.  The caller holds none of its locks.
+ * Readers and removers create it only when counters were saved at the last
+ * clean shutdown (fwshmem_saved), which they would otherwise miss.
+ */
+static bool
+fwshmem_attach(bool create)
+{
+	FwSegment  *segment;
+
+	if (fw_segment != NULL && !fwshmem_retired())
+		return true;
+	if (!IsUnderPostmaster)
+		return false;			/* no dynamic shared memory in single-user mode */
+	if (create)
+		segment = fwsegment_get(FW_SEGMENT_COUNTERS, fwshmem_size((uint32) fw_max_counters),
+								fwshmem_init_first, NULL);
+	else
+		segment = fwsegment_find(FW_SEGMENT_COUNTERS);
+	fwshmem_use(segment);
+	return segment != NULL;
+}
+
+/* Whether counters saved at a clean shutdown wait to be loaded. */
+static bool
+fwshmem_saved(void)
+{
+	struct stat st;
+
+	return stat(FW_DUMP_FILE, &st) == 0;
+}
+
+/*
+ * Whether this backend can keep counters in shared memory: any backend of
+ * a running server can, since the segment is created on demand.
+ */
 bool
 fwshmem_available(void)
 {
-	return fw_shared != NULL;
+	return IsUnderPostmaster;
 }
 
 /*
@@ -431,6 +535,7 @@ fwshmem_my_owners(FwOwners *owners)
 		fw_my_role = fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true);
 	owners->database = fw_my_database;
 	owners->role = fw_my_role;
+	owners->unbounded = false;
 }
 
 /* Slots a counter with "len" bytes of name and key needs. */
@@ -465,6 +570,8 @@ fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, 
 		*moved = true;
 	else if (fw_shared->nfree < n)
 		result = FW_APPLY_FULL;
+	else if (owners->unbounded)
+		;
 	else if (owners->database == FW_NO_ENTRY ||
 			 fw_shared->databases[owners->database].slots + n >
 			 fwsettings_share_of(fw_shared->nslots, fw_database_share))
@@ -783,6 +890,13 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 	nlocks = fwshmem_call_partitions(call, buckets, partitions);
 	for (i = 0; i < nlocks; i++)
 		LWLockAcquire(&fw_shared->locks[partitions[i]].lock, mode);
+	if (fwshmem_retired())
+	{
+		/* replaced while this call waited: decide it on the new table */
+		for (i = nlocks - 1; i >= 0; i--)
+			LWLockRelease(&fw_shared->locks[partitions[i]].lock);
+		return FW_APPLY_RETIRED;
+	}
 
 	for (i = 0; i < call->n; i++)
 	{
@@ -862,8 +976,10 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 /*
  * Walk every counter, one partition at a time in index order, holding each
  * partition's lock (exclusive when the walk may remove counters) while its
- * counters are visited; the visitor returns true to remove a counter.
- * FW_WALK_UNLOCKED is for the postmaster alone, when no backend is left.
+ * counters are visited; the visitor returns true to remove a counter.  A
+ * table replaced during the walk is left for the new one at the partition
+ * the walk has reached.  FW_WALK_UNLOCKED is for a backend that holds every
+ * partition lock already.
  */
 typedef enum FwWalkMode
 {
@@ -881,7 +997,18 @@ fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMo
 	uint32		bucket;
 
 	if (mode != FW_WALK_UNLOCKED)
+	{
 		LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
+		while (fwshmem_retired())
+		{
+			/* the table was replaced: go on with this partition of the new one */
+			LWLockRelease(lock);
+			if (!fwshmem_attach(false))
+				return;
+			lock = &fw_shared->locks[partition].lock;
+			LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
+		}
+	}
 	for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
 	{
 		uint32		prev = FW_NIL;
@@ -991,7 +1118,7 @@ fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 	int			partition;
 	int			i;
 
-	if (fw_shared == NULL)
+	if (!fwshmem_attach(fwshmem_saved()))
 		return;
 	if (may_remove)
 	{
@@ -1022,12 +1149,19 @@ fwshmem_remove(const FwIdentity *id)
 	uint32		prev;
 	uint32		slot;
 
-	if (fw_shared == NULL)
+	if (!fwshmem_attach(fwshmem_saved()))
 		return false;
-	bucket = id->hash & (fw_shared->nbuckets - 1);
-	lock = fwshmem_partition_lock(bucket);
-
-	LWLockAcquire(lock, LW_EXCLUSIVE);
+	for (;;)
+	{
+		bucket = id->hash & (fw_shared->nbuckets - 1);
+		lock = fwshmem_partition_lock(bucket);
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		if (!fwshmem_retired())
+			break;
+		LWLockRelease(lock);
+		if (!fwshmem_attach(false))
+			return false;
+	}
 	slot = fwshmem_find(bucket, id, &prev);
 	if (slot != FW_NIL)
 		fwshmem_unlink(bucket, slot, prev);
@@ -1098,7 +1232,7 @@ fwshmem_reclaim(TimestampTz now)
 static FwApplyResult
 fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
 {
-	FwApplyResult result;
+	FwApplyResult result = FW_APPLY_ROLE_FULL;
 	bool		moved;
 	int			attempt;
 
@@ -1120,7 +1254,8 @@ fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
  * reclaiming -- and try again; if there is still no room, reclaim, find the
  * database's and role's entries again (a reclaim may have freed some), and
  * try once more.  So a call finds no room only when, at that moment, no
- * counter's window had ended.
+ * counter's window had ended.  A call that meets a replaced table starts
+ * again on the new one.
  */
 FwApplyResult
 fwshmem_apply(const FwCall *call, FwOutcome *outcome)
@@ -1129,26 +1264,39 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 	FwApplyResult result;
 
 	Assert(call->n > 0 && call->ids[0].dbid == MyDatabaseId);
-	fwshmem_my_owners(&owners);
-	result = fwshmem_apply_owned(call, &owners, outcome);
-	if (!fwdecide_no_room(result))
-		return result;
-
-	LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
-	result = fwshmem_apply_owned(call, &owners, outcome);
-
-	/*
-	 * Judged no later than the real clock, so that a session whose
-	 * fixed_window.debug_now lies ahead cannot reclaim live counters.
-	 */
-	if (fwdecide_no_room(result) &&
-		fwshmem_reclaim(Min(outcome->decisions[0].now, GetCurrentTimestamp())) > 0)
+	for (;;)
 	{
+		(void) fwshmem_attach(true);
 		fwshmem_my_owners(&owners);
 		result = fwshmem_apply_owned(call, &owners, outcome);
+		if (result == FW_APPLY_RETIRED)
+			continue;
+		if (!fwdecide_no_room(result))
+			return result;
+
+		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+		if (fwshmem_retired())
+		{
+			LWLockRelease(fwshmem_admin_lock());
+			continue;
+		}
+		result = fwshmem_apply_owned(call, &owners, outcome);
+
+		/*
+		 * Judged no later than the real clock, so that a session whose
+		 * fixed_window.debug_now lies ahead cannot reclaim live counters.
+		 */
+		if (fwdecide_no_room(result) &&
+			fwshmem_reclaim(Min(outcome->decisions[0].now, GetCurrentTimestamp())) > 0)
+		{
+			fwshmem_my_owners(&owners);
+			result = fwshmem_apply_owned(call, &owners, outcome);
+		}
+		LWLockRelease(fwshmem_admin_lock());
+		/* a table is replaced only under its admin lock, which this call held */
+		Assert(result != FW_APPLY_RETIRED);
+		return result;
 	}
-	LWLockRelease(fwshmem_admin_lock());
-	return result;
 }
 
 /*
@@ -1177,11 +1325,20 @@ fwshmem_drop_database(Oid dbid)
 {
 	int			database;
 
-	if (fw_shared == NULL)
+	if (!fwshmem_attach(fwshmem_saved()))
 		return;
 	fwshmem_walk(fwshmem_drop_visit, &dbid, FW_WALK_REMOVE);
 
-	LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+	for (;;)
+	{
+		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+		if (!fwshmem_retired())
+			break;
+		/* the new table has the entry only if a counter moved there */
+		LWLockRelease(fwshmem_admin_lock());
+		if (!fwshmem_attach(false))
+			return;
+	}
 	database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
 	if (database != FW_NO_ENTRY)
 	{
@@ -1198,14 +1355,13 @@ fwshmem_drop_database(Oid dbid)
  *
  * The file holds a header (magic, format version, count), then one record
  * per counter -- its fixed fields, then its name and key -- and ends with a
- * CRC-32C of everything before it.  It is written by the postmaster when it
- * exits normally, to a temporary file renamed into place, and read when
- * shared memory is created.  A file that is truncated, corrupt or of
- * another format is ignored with a LOG message; counters whose window ended
- * meanwhile are not loaded when they answer as no counter would (without
- * rollover).
+ * CRC-32C of everything before it.  The keeper writes it when the server
+ * shuts down cleanly, to a temporary file renamed into place, and the
+ * backend that creates the next table reads it.  A file that is truncated,
+ * corrupt or of another format is ignored with a LOG message; counters
+ * whose window ended meanwhile are not loaded when they answer as no
+ * counter would (without rollover).
  */
-#define FW_DUMP_FILE		"pg_stat/fixed_window.stat"
 #define FW_DUMP_MAGIC		0x46570001	/* "FW" and a format number */
 #define FW_DUMP_VERSION		1
 
@@ -1224,30 +1380,12 @@ typedef struct FwDumpRecord
 	FwCounterData data;
 } FwDumpRecord;
 
-/*
- * Whether pg_control says the server was shut down cleanly.  Read by hand:
- * get_controlfile() would raise an ERROR, FATAL in the exiting postmaster.
- */
-static bool
-fwshmem_clean_shutdown(void)
-{
-	ControlFileData control;
-	int			fd = OpenTransientFile(XLOG_CONTROL_FILE, O_RDONLY | PG_BINARY);
-	bool		clean;
-
-	if (fd < 0)
-		return false;
-	clean = read(fd, &control, sizeof(control)) == sizeof(control) &&
-		(control.state == DB_SHUTDOWNED || control.state == DB_SHUTDOWNED_IN_RECOVERY);
-	CloseTransientFile(fd);
-	return clean;
-}
-
 typedef struct FwDump
 {
 	FILE	   *file;			/* NULL: only count */
 	pg_crc32c	crc;
 	uint32		count;
+	uint32		limit;			/* records to write at most */
 	bool		ok;
 } FwDump;
 
@@ -1266,6 +1404,11 @@ fwshmem_dump_visit(FwCounter *counter, void *arg)
 	FwDumpRecord record;
 	char		text[FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES];
 
+	if (dump->file != NULL && dump->count == dump->limit)
+	{
+		dump->ok = false;		/* more counters than were counted */
+		return false;
+	}
 	dump->count++;
 	if (dump->file == NULL)
 		return false;
@@ -1275,42 +1418,38 @@ fwshmem_dump_visit(FwCounter *counter, void *arg)
 	record.name_len = counter->name_len;
 	record.key_len = counter->key_len;
 	record.data = counter->data;
-	/* no palloc in the exiting postmaster: the text goes through the stack */
 	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
 	fwshmem_dump_write(dump, &record, sizeof(record));
 	fwshmem_dump_write(dump, text, counter->name_len + counter->key_len);
 	return false;
 }
 
+/*
+ * Write the table to the file, under each partition's lock in turn.  Run
+ * by the keeper once no other backend maps the table; if counters are
+ * created meanwhile all the same, the count no longer matches and the file
+ * is not written.
+ */
 static void
-fwshmem_dump(int code, Datum arg)
+fwshmem_dump(void)
 {
-	FwDump		dump = {NULL, 0, 0, true};
+	FwDump		dump = {NULL, 0, 0, PG_UINT32_MAX, true};
 	FwDumpHeader header = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
 
-	/*
-	 * Only at a clean shutdown: never after a crash, when shared memory may
-	 * be corrupt, nor after an immediate shutdown, which is a crash too as
-	 * far as the data is concerned (pg_control then still says the server
-	 * was in production).
-	 */
-	if (code != 0 || fw_shared == NULL || !fw_save)
-		return;
-	if (!fwshmem_clean_shutdown())
-		return;
-
-	/* the postmaster alone is left: the walks need no locks */
-	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
+	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_READ);
 	header.count = dump.count;
 
 	dump.file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
 	if (dump.file == NULL)
 		goto error;
+	dump.limit = dump.count;
+	dump.count = 0;
 	INIT_CRC32C(dump.crc);
 	fwshmem_dump_write(&dump, &header, sizeof(header));
-	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
+	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_READ);
 	FIN_CRC32C(dump.crc);
-	if (!dump.ok || fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
+	if (!dump.ok || dump.count != header.count ||
+		fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
 		goto error;
 	if (FreeFile(dump.file))
 	{
@@ -1318,6 +1457,8 @@ fwshmem_dump(int code, Datum arg)
 		goto error;
 	}
 	(void) durable_rename(FW_DUMP_FILE ".tmp", FW_DUMP_FILE, LOG);
+	ereport(LOG,
+			(errmsg("fixed_window saved %u counters", header.count)));
 	return;
 
 error:
@@ -1329,7 +1470,7 @@ error:
 	unlink(FW_DUMP_FILE ".tmp");
 }
 
-/* Called while shared memory is created, under AddinShmemInitLock. */
+/* Called while the first table is created, before any other backend sees it. */
 static void
 fwshmem_load(void)
 {
@@ -1438,6 +1579,7 @@ fwshmem_load(void)
 		owners.roleid = record.data.userid;
 		owners.role = OidIsValid(owners.roleid) ?
 			fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true) : FW_NO_ENTRY;
+		owners.unbounded = false;
 		result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
 		if (result == FW_APPLY_FULL)
 			break;				/* a smaller max_counters: keep what fits */
@@ -1471,4 +1613,223 @@ done:
 		FreeFile(file);
 	if (data)
 		pfree(data);
+}
+
+/*
+ * Growing and shrinking the table: fwshmem_resize copies every counter
+ * into a table of nslots slots in a new segment, which replaces the
+ * current one (see "Growing" above).
+ */
+typedef struct FwCopy
+{
+	FwSegment  *from;
+	FwSegment  *to;
+	uint32		copied;
+} FwCopy;
+
+/* Copy one counter of the old table (in use) into the new one. */
+static bool
+fwshmem_copy_visit(FwCounter *counter, void *arg)
+{
+	FwCopy	   *copy = (FwCopy *) arg;
+	char		text[FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES];
+	FwIdentity	id;
+	const char *name;
+	int			name_len;
+	const char *period_id;
+	int			period_id_len;
+	FwOwners	owners;
+	FwCounterData data = counter->data;
+	uint32		slot;
+	bool		moved;
+	FwApplyResult result;
+
+	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
+	fwshmem_split_stored_name(text, counter->name_len, &name, &name_len, &period_id, &period_id_len);
+	fwidentity_init_db(&id, counter->dbid, name, name_len, period_id, period_id_len,
+					   text + counter->name_len, counter->key_len);
+	owners.dbid = fw_shared->databases[counter->database].oid;
+	owners.roleid = fw_shared->roles[counter->role].oid;
+	Assert(id.hash == counter->hash);
+
+	/* the new table: its entries for the same owners, beyond any share */
+	fwshmem_use(copy->to);
+	owners.database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true);
+	owners.role = fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true);
+	owners.unbounded = true;
+	Assert(owners.database != FW_NO_ENTRY && owners.role != FW_NO_ENTRY);
+	result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
+	/* checked beforehand: the new table has room for every slot in use */
+	if (result != FW_APPLY_OK || moved)
+		elog(ERROR, "no room for a counter while copying the table of fixed_window");
+	fw_slots[slot].counter.data = data;
+	copy->copied++;
+
+	fwshmem_use(copy->from);
+	return false;
+}
+
+/* Release the admin lock and every partition lock of the table in use. */
+static void
+fwshmem_release_all(int partitions)
+{
+	int			i;
+
+	for (i = partitions - 1; i >= 0; i--)
+		LWLockRelease(&fw_shared->locks[i].lock);
+	LWLockRelease(fwshmem_admin_lock());
+}
+
+/*
+ * Replace the table by one of nslots slots, holding every counter of the
+ * old one.  Refused when the counters in use take more than nslots slots.
+ * Returns the counters copied; *old_nslots is set to the old size.
+ */
+uint32
+fwshmem_resize(uint32 nslots, uint32 *old_nslots)
+{
+	FwCopy		copy = {NULL, NULL, 0};
+	uint32		used;
+	int			i;
+
+	Assert(nslots >= FW_MIN_COUNTERS && nslots <= FW_MAX_COUNTERS);
+	for (;;)
+	{
+		(void) fwshmem_attach(true);
+		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+		if (!fwshmem_retired())
+			break;
+		LWLockRelease(fwshmem_admin_lock());
+	}
+	for (i = 0; i < FW_NUM_PARTITIONS; i++)
+		LWLockAcquire(&fw_shared->locks[i].lock, LW_EXCLUSIVE);
+
+	*old_nslots = fw_shared->nslots;
+	SpinLockAcquire(&fw_shared->mutex);
+	used = fw_shared->nslots - fw_shared->nfree;
+	SpinLockRelease(&fw_shared->mutex);
+	if (nslots == fw_shared->nslots)
+	{
+		fwshmem_release_all(FW_NUM_PARTITIONS);
+		return 0;
+	}
+	if (nslots < used)
+	{
+		fwshmem_release_all(FW_NUM_PARTITIONS);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
+				errdetail("Counters take %u of the %u slots now.", used, *old_nslots),
+				errhint("Wait until more windows have ended, or remove counters with fw_reset().")));
+	}
+
+	copy.from = fw_segment;
+	copy.to = fwsegment_create(FW_SEGMENT_COUNTERS, fwshmem_size(nslots));
+	PG_TRY();
+	{
+		fwshmem_init_table(copy.to, nslots);
+		pg_atomic_write_u64(&fw_shared->reclaim_after, PG_INT64_MIN);
+		fwshmem_use(copy.from);
+		fwshmem_walk(fwshmem_copy_visit, &copy, FW_WALK_UNLOCKED);
+	}
+	PG_CATCH();
+	{
+		fwshmem_use(copy.from);
+		fwsegment_discard(copy.to);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	/* from here on, every backend that takes a lock of the old table moves */
+	fwsegment_replace(copy.from, copy.to);
+	fwshmem_release_all(FW_NUM_PARTITIONS);
+	(void) fwshmem_attach(true);
+	ereport(LOG,
+			(errmsg("fixed_window moved %u counters to a table of %u slots (was %u)",
+					copy.copied, nslots, *old_nslots)));
+	return copy.copied;
+}
+
+/*
+ * At a clean shutdown, from the keeper: once the other backends have
+ * unmapped the table, no call can change it any more; then save it, unless
+ * fixed_window.save is off.
+ */
+#define FW_UNMAP_POLL_MS	10
+
+void
+fwshmem_save_at_shutdown(void)
+{
+	while (fwshmem_attach(false) && pg_atomic_read_u32(&fw_segment->attached) > 1)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 FW_UNMAP_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	if (fw_save && fw_segment != NULL)
+		fwshmem_dump();
+}
+
+/*
+ * The databases that hold counters, at most FW_MAX_DATABASES, into dbids;
+ * returns how many.  Read without a lock: an entry that changes meanwhile
+ * is a database that held counters a moment ago, or holds them now.
+ */
+int
+fwshmem_databases(Oid *dbids)
+{
+	int			n = 0;
+	int			i;
+
+	if (!fwshmem_attach(false))
+		return 0;
+	for (i = 0; i < FW_MAX_DATABASES; i++)
+	{
+		Oid			dbid = fw_shared->databases[i].oid;
+
+		if (OidIsValid(dbid) && fw_shared->databases[i].slots > 0)
+			dbids[n++] = dbid;
+	}
+	return n;
+}
+
+/* Map the table, creating it -- with the saved counters -- if there is none. */
+void
+fwshmem_open(void)
+{
+	(void) fwshmem_attach(true);
+}
+
+/* How many slots the table has now, 0 if there is none. */
+uint32
+fwshmem_slots(void)
+{
+	return fwshmem_attach(false) ? fw_shared->nslots : 0;
+}
+
+/*
+ * Start the keeper: from _PG_init when preloading (a worker the postmaster
+ * starts, and starts again after a crash), otherwise from the backend that
+ * creates the first table (a worker that ends with the server).
+ */
+void
+fwshmem_start_keeper(bool dynamic)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = dynamic ? BGW_NEVER_RESTART : 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "fixed_window");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "fwkeeper_main");	/* keeper.c */
+	snprintf(worker.bgw_name, BGW_MAXLEN, "fixed_window keeper");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "fixed_window keeper");
+	if (!dynamic)
+		RegisterBackgroundWorker(&worker);
+	else if (!RegisterDynamicBackgroundWorker(&worker, NULL))
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("could not start the fixed_window keeper: shared-memory counters will not be saved at shutdown"),
+				errhint("Raise max_worker_processes (restart), or add fixed_window to shared_preload_libraries.")));
 }

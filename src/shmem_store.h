@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * shmem_store.h
- *	  Counters in shared memory, for a library in shared_preload_libraries.
+ *	  Counters in dynamic shared memory, with or without preloading.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -26,17 +26,24 @@ typedef struct FwShmemUsage
 	bool		role_known;		/* false: too many roles hold counters */
 } FwShmemUsage;
 
+#define FW_MIN_COUNTERS		1000
+#define FW_MAX_COUNTERS		100000000
+
 extern int	fw_max_counters;
 
 extern void fwshmem_define_settings(void);
-extern void fwshmem_request(void);
-extern void fwshmem_startup(void);
+extern void fwshmem_start_keeper(bool dynamic);
 extern bool fwshmem_available(void);
+extern void fwshmem_open(void);
+extern uint32 fwshmem_slots(void);
 extern void fwshmem_prefetch(uint32 hash);
 extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fwshmem_remove(const FwIdentity *id);
 extern void fwshmem_drop_database(Oid dbid);
 extern void fwshmem_no_room_usage(FwShmemUsage *usage);
+extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
+extern void fwshmem_save_at_shutdown(void);
+extern int	fwshmem_databases(Oid *dbids);
 
 #endif							/* FW_SHMEM_STORE_H */

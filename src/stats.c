@@ -4,25 +4,26 @@
  *	  Per-limit statistics of calls answered from shared memory: calls,
  *	  allowed, denied, the last denial, and since when.
  *
- * A fixed-size shared hash table keyed by (database, limit name), holding
- * at most FW_MAX_STATS names in all, of which one database may hold
- * fixed_window.database_share percent.  The calls of a name that finds no
- * room are counted in its database's overflow entry, whose name is NULL,
- * so that a flood of names in one database cannot stop another database's
- * limits from being counted.  There is room for one overflow entry per
- * database beyond the FW_MAX_STATS names, for up to FW_MAX_DATABASES
- * databases; a call that finds neither is not counted.
+ * A fixed-size hash table keyed by (database, limit name), in a dynamic
+ * shared memory segment of its own (segment.c) that the first call to count
+ * creates, holding at most FW_MAX_STATS names in all, of which one
+ * database may hold fixed_window.database_share percent.  The calls of a
+ * name that finds no room are counted in its database's overflow entry,
+ * whose name is NULL, so that a flood of names in one database cannot stop
+ * another database's limits from being counted.  There is room for one
+ * overflow entry per database beyond the FW_MAX_STATS names, for up to
+ * FW_MAX_DATABASES databases; a call that finds neither is not counted.
+ * The table has twice as many places as entries, found by linear probing
+ * from the key's hash, so that a search stops at an empty place soon.
  *
  * Locking.  One LWLock: shared to find an entry and count into it (the
  * counts are atomics, so any number of backends count at once), exclusive
  * to add or remove entries.  Removal happens only under the exclusive lock,
  * so an entry found under the shared lock stays valid until it is released.
  *
- *	FwStats.lock			set at startup, never changes
- *	FwStats.named			written under the lock held exclusively, read
- *							under it in either mode
- *	the hash table's entries: keys, database_bound
- *							the lock: shared to read, exclusive to change
+ *	FwStats.lock			set before the segment is published, never changes
+ *	FwStats.named, entries	written under the lock held exclusively, read
+ *	the places' keys		under it in either mode
  *	an entry's counts		atomics, under the lock in either mode
  *
  * The statistics live in shared memory only: a restart or crash clears
@@ -38,26 +39,30 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
-#include "storage/shmem.h"
-#include "utils/hsearch.h"
 
+#include "segment.h"
 #include "settings.h"
 #include "stats.h"
 
-#define FW_STATS_TRANCHE	"fixed_window stats"
 #define FW_STATS_OVERFLOW	(-1)	/* name_len of a database's overflow entry */
+#define FW_STATS_FREE		(-2)	/* name_len of an empty place */
 #define FW_STATS_ENTRIES	(FW_MAX_STATS + FW_MAX_DATABASES)
+#define FW_STATS_PLACES		4096	/* a power of two, twice the entries */
+
+StaticAssertDecl(FW_STATS_PLACES >= 2 * FW_STATS_ENTRIES &&
+				 (FW_STATS_PLACES & (FW_STATS_PLACES - 1)) == 0,
+				 "the statistics need a power of two of places, twice their entries");
 
 typedef struct FwStatsKey
 {
 	Oid			dbid;
-	int32		name_len;		/* or FW_STATS_OVERFLOW */
+	int32		name_len;		/* or FW_STATS_OVERFLOW, FW_STATS_FREE */
 	char		name[FW_MAX_NAME_BYTES];	/* only name_len bytes count */
 } FwStatsKey;
 
 typedef struct FwStatsEntry
 {
-	FwStatsKey	key;			/* must be first */
+	FwStatsKey	key;
 	pg_atomic_uint64 calls;
 	pg_atomic_uint64 allowed;
 	pg_atomic_uint64 denied;
@@ -70,63 +75,97 @@ typedef struct FwStatsEntry
 
 typedef struct FwStats
 {
-	LWLock	   *lock;
+	LWLock		lock;
 	uint32		named;			/* entries with a name, all databases */
+	uint32		entries;		/* places in use */
+	FwStatsEntry places[FW_STATS_PLACES];
 } FwStats;
 
 static FwStats *fw_stats = NULL;
-static HTAB *fw_stats_hash = NULL;
 
 /* Keys hash and compare on their first name_len bytes of name only. */
 static uint32
-fwstats_key_hash(const void *key, Size keysize)
+fwstats_key_hash(const FwStatsKey *k)
 {
-	const FwStatsKey *k = (const FwStatsKey *) key;
 	int			len = Max(k->name_len, 0);
 
 	return hash_combine(hash_bytes_uint32(k->dbid) ^ (uint32) k->name_len,
 						hash_bytes((const unsigned char *) k->name, len));
 }
 
-static int
-fwstats_key_compare(const void *key1, const void *key2, Size keysize)
+static bool
+fwstats_key_equal(const FwStatsKey *a, const FwStatsKey *b)
 {
-	const FwStatsKey *a = (const FwStatsKey *) key1;
-	const FwStatsKey *b = (const FwStatsKey *) key2;
-
-	if (a->dbid != b->dbid || a->name_len != b->name_len)
-		return 1;
-	return memcmp(a->name, b->name, Max(a->name_len, 0));
+	return a->dbid == b->dbid && a->name_len == b->name_len &&
+		memcmp(a->name, b->name, Max(a->name_len, 0)) == 0;
 }
 
-void
-fwstats_request(void)
+static void
+fwstats_init_segment(FwSegment *segment, void *arg)
 {
-	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(FwStats)),
-									hash_estimate_size(FW_STATS_ENTRIES, sizeof(FwStatsEntry))));
-	RequestNamedLWLockTranche(FW_STATS_TRANCHE, 1);
+	FwStats    *stats = (FwStats *) ((char *) segment + FW_SEGMENT_HEADER_SIZE);
+	int			i;
+
+	LWLockInitialize(&stats->lock, fwsegment_lock_tranche());
+	stats->named = 0;
+	stats->entries = 0;
+	for (i = 0; i < FW_STATS_PLACES; i++)
+		stats->places[i].key.name_len = FW_STATS_FREE;
 }
 
-/* Called under AddinShmemInitLock. */
-void
-fwstats_startup(void)
+/*
+ * Map the statistics' segment, creating it if create is true; returns
+ * whether there is one.
+ */
+static bool
+fwstats_attach(bool create)
 {
-	bool		found;
-	HASHCTL		info;
+	FwSegment  *segment;
 
-	fw_stats = ShmemInitStruct("fixed_window stats", sizeof(FwStats), &found);
-	if (!found)
+	if (fw_stats != NULL)
+		return true;
+	if (!IsUnderPostmaster)
+		return false;
+	if (create)
+		segment = fwsegment_get(FW_SEGMENT_STATS, FW_SEGMENT_HEADER_SIZE + sizeof(FwStats),
+								fwstats_init_segment, NULL);
+	else
+		segment = fwsegment_find(FW_SEGMENT_STATS);
+	if (segment != NULL)
+		fw_stats = (FwStats *) ((char *) segment + FW_SEGMENT_HEADER_SIZE);
+	return fw_stats != NULL;
+}
+
+/*
+ * Map the statistics, creating them if need be: before a call spends, so
+ * that it cannot fail after spending for want of a segment.
+ */
+void
+fwstats_open(void)
+{
+	(void) fwstats_attach(true);
+}
+
+/*
+ * The place of key: the entry that holds it, or with add, the empty place
+ * where it would go (NULL when none may be taken); under the lock, held
+ * exclusively to add.
+ */
+static FwStatsEntry *
+fwstats_search(const FwStatsKey *key, bool add)
+{
+	uint32		i = fwstats_key_hash(key) & (FW_STATS_PLACES - 1);
+
+	for (;;)
 	{
-		fw_stats->lock = &(GetNamedLWLockTranche(FW_STATS_TRANCHE))->lock;
-		fw_stats->named = 0;
+		FwStatsEntry *entry = &fw_stats->places[i];
+
+		if (entry->key.name_len == FW_STATS_FREE)
+			return (add && fw_stats->entries < FW_STATS_ENTRIES) ? entry : NULL;
+		if (fwstats_key_equal(&entry->key, key))
+			return entry;
+		i = (i + 1) & (FW_STATS_PLACES - 1);
 	}
-	info.keysize = sizeof(FwStatsKey);
-	info.entrysize = sizeof(FwStatsEntry);
-	info.hash = fwstats_key_hash;
-	info.match = fwstats_key_compare;
-	fw_stats_hash = ShmemInitHash("fixed_window stats hash",
-								  FW_STATS_ENTRIES, FW_STATS_ENTRIES, &info,
-								  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_FIXED_SIZE);
 }
 
 static void
@@ -142,13 +181,11 @@ fwstats_key_init(FwStatsKey *key, Oid dbid, const char *name, int len)
 static uint32
 fwstats_named_in(Oid dbid)
 {
-	HASH_SEQ_STATUS status;
-	FwStatsEntry *entry;
 	uint32		n = 0;
+	int			i;
 
-	hash_seq_init(&status, fw_stats_hash);
-	while ((entry = hash_seq_search(&status)) != NULL)
-		if (entry->key.dbid == dbid && entry->key.name_len != FW_STATS_OVERFLOW)
+	for (i = 0; i < FW_STATS_PLACES; i++)
+		if (fw_stats->places[i].key.dbid == dbid && fw_stats->places[i].key.name_len >= 0)
 			n++;
 	return n;
 }
@@ -156,11 +193,12 @@ fwstats_named_in(Oid dbid)
 static FwStatsEntry *
 fwstats_add(const FwStatsKey *key)
 {
-	bool		found;
-	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_ENTER_NULL, &found);
+	FwStatsEntry *entry = fwstats_search(key, true);
 
-	if (entry != NULL && !found)
+	if (entry != NULL && entry->key.name_len == FW_STATS_FREE)
 	{
+		entry->key = *key;
+		fw_stats->entries++;
 		pg_atomic_init_u64(&entry->calls, 0);
 		pg_atomic_init_u64(&entry->allowed, 0);
 		pg_atomic_init_u64(&entry->denied, 0);
@@ -181,7 +219,7 @@ fwstats_add(const FwStatsKey *key)
 static FwStatsEntry *
 fwstats_enter(const FwStatsKey *key)
 {
-	FwStatsEntry *entry = hash_search(fw_stats_hash, key, HASH_FIND, NULL);
+	FwStatsEntry *entry = fwstats_search(key, false);
 	FwStatsKey	overflow;
 	uint32		database_limit = fwsettings_share_of(FW_MAX_STATS, fw_database_share);
 	bool		database_bound;
@@ -213,7 +251,7 @@ fwstats_overflow(Oid dbid)
 	uint32		database_limit = fwsettings_share_of(FW_MAX_STATS, fw_database_share);
 
 	fwstats_key_init(&key, dbid, NULL, FW_STATS_OVERFLOW);
-	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
+	entry = fwstats_search(&key, false);
 	if (entry != NULL &&
 		(entry->database_bound == database_limit || fw_stats->named >= FW_MAX_STATS))
 		return entry;
@@ -230,19 +268,19 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 	FwStatsKey	key;
 	FwStatsEntry *entry;
 
-	if (fw_stats == NULL)
+	if (!fwstats_attach(true))
 		return;
 	fwstats_key_init(&key, id->dbid, id->name, id->name_len);
 
-	LWLockAcquire(fw_stats->lock, LW_SHARED);
-	entry = hash_search(fw_stats_hash, &key, HASH_FIND, NULL);
+	LWLockAcquire(&fw_stats->lock, LW_SHARED);
+	entry = fwstats_search(&key, false);
 	if (entry == NULL)
 		entry = fwstats_overflow(id->dbid);
 	if (entry == NULL)
 	{
 		/* a name seen for the first time: add it */
-		LWLockRelease(fw_stats->lock);
-		LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
+		LWLockRelease(&fw_stats->lock);
+		LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
 		entry = fwstats_enter(&key);
 	}
 	/* NULL only beyond FW_MAX_DATABASES databases with full statistics */
@@ -259,25 +297,24 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 			pg_atomic_write_u64(&entry->last_denied_at, (uint64) decision->now);
 		}
 	}
-	LWLockRelease(fw_stats->lock);
+	LWLockRelease(&fw_stats->lock);
 }
 
 /* Visit the statistics of a database, under the shared lock. */
 void
 fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 {
-	HASH_SEQ_STATUS status;
-	FwStatsEntry *entry;
+	int			i;
 
-	if (fw_stats == NULL)
+	if (!fwstats_attach(false))
 		return;
-	LWLockAcquire(fw_stats->lock, LW_SHARED);
-	hash_seq_init(&status, fw_stats_hash);
-	while ((entry = hash_seq_search(&status)) != NULL)
+	LWLockAcquire(&fw_stats->lock, LW_SHARED);
+	for (i = 0; i < FW_STATS_PLACES; i++)
 	{
+		FwStatsEntry *entry = &fw_stats->places[i];
 		FwStatsView view;
 
-		if (entry->key.dbid != dbid)
+		if (entry->key.name_len == FW_STATS_FREE || entry->key.dbid != dbid)
 			continue;
 		view.name = (entry->key.name_len == FW_STATS_OVERFLOW) ? NULL : entry->key.name;
 		view.name_len = Max(entry->key.name_len, 0);
@@ -289,30 +326,47 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 		view.since = (TimestampTz) pg_atomic_read_u64(&entry->since);
 		visitor(&view, arg);
 	}
-	LWLockRelease(fw_stats->lock);
+	LWLockRelease(&fw_stats->lock);
 }
 
 /*
  * Remove every entry of a database: its statistics start afresh
- * (fw_stats_reset), or the database is gone.
+ * (fw_stats_reset), or the database is gone.  The entries that stay are
+ * placed again, so that no search meets a hole before its key; no backend
+ * holds an entry meanwhile, since the lock is held exclusively.
  */
 void
 fwstats_forget_database(Oid dbid)
 {
-	HASH_SEQ_STATUS status;
-	FwStatsEntry *entry;
+	FwStatsEntry *kept;
+	uint32		nkept = 0;
+	uint32		i;
 
-	if (fw_stats == NULL)
+	if (!fwstats_attach(false))
 		return;
-	LWLockAcquire(fw_stats->lock, LW_EXCLUSIVE);
-	hash_seq_init(&status, fw_stats_hash);
-	while ((entry = hash_seq_search(&status)) != NULL)
+	kept = palloc(sizeof(FwStatsEntry) * FW_STATS_ENTRIES);
+	LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
+	for (i = 0; i < FW_STATS_PLACES; i++)
 	{
-		if (entry->key.dbid != dbid)
+		FwStatsEntry *entry = &fw_stats->places[i];
+
+		if (entry->key.name_len == FW_STATS_FREE)
 			continue;
-		if (entry->key.name_len != FW_STATS_OVERFLOW)
+		if (entry->key.dbid != dbid)
+			memcpy(&kept[nkept++], entry, sizeof(FwStatsEntry));
+		else if (entry->key.name_len != FW_STATS_OVERFLOW)
 			fw_stats->named--;
-		hash_search(fw_stats_hash, &entry->key, HASH_REMOVE, NULL);
+		entry->key.name_len = FW_STATS_FREE;
 	}
-	LWLockRelease(fw_stats->lock);
+	fw_stats->entries = 0;
+	for (i = 0; i < nkept; i++)
+	{
+		FwStatsEntry *entry = fwstats_search(&kept[i].key, true);
+
+		Assert(entry != NULL && entry->key.name_len == FW_STATS_FREE);
+		memcpy(entry, &kept[i], sizeof(FwStatsEntry));
+		fw_stats->entries++;
+	}
+	LWLockRelease(&fw_stats->lock);
+	pfree(kept);
 }

@@ -30,8 +30,7 @@ typedef struct FwStatsView
 
 typedef void (*FwStatsVisitor) (const FwStatsView *stats, void *arg);
 
-extern void fwstats_request(void);
-extern void fwstats_startup(void);
+extern void fwstats_open(void);
 extern void fwstats_count(const FwIdentity *id, const FwDecision *decision,
 						  const FwVerdict *verdict);
 extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);

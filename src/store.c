@@ -29,13 +29,14 @@ fwstore_use_shmem(void)
 {
 	if (fw_storage == FW_STORAGE_TABLE)
 		return false;
-	if (fw_storage == FW_STORAGE_SHMEM && !fwshmem_available())
+	if (fw_storage == FW_STORAGE_AUTO)
+		return fw_preloaded && fwshmem_available();
+	if (!fwshmem_available())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("fixed_window must be loaded via shared_preload_libraries to keep counters in shared memory"),
-				errhint("Add fixed_window to shared_preload_libraries in postgresql.conf and restart the server, "
-						"or set fixed_window.storage to auto or table.")));
-	return fwshmem_available();
+				errmsg("fixed_window cannot keep counters in shared memory in a single-user server"),
+				errhint("Set fixed_window.storage to table.")));
+	return true;
 }
 
 /* Start loading the counters' memory while the caller does other work. */
@@ -91,6 +92,8 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 
 	if (fwstore_use_shmem())
 	{
+		if (call->mode == FW_MODE_SPEND)
+			fwstats_open();
 		result = fwshmem_apply(call, outcome);
 		full = fwdecide_no_room(result);
 		if (call->mode == FW_MODE_SPEND && (result == FW_APPLY_OK || (full && fw_fail_open)))
@@ -131,6 +134,6 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("no room for a new rate limit counter"),
 				fwstore_full_detail(result),
-				errhint("Raise fixed_window.max_counters (restart), fixed_window.database_share or fixed_window.role_share (reload), "
+				errhint("Raise fixed_window.max_counters, fixed_window.database_share or fixed_window.role_share (a reload), "
 						"or set fixed_window.fail_open to allow such calls uncounted.")));
 }

@@ -80,8 +80,7 @@ ROLLBACK;
 SELECT fw_limit('draft', 'k');
 \echo :LAST_ERROR_SQLSTATE
 SELECT fw_define('draft', 2, '1 hour');
-SELECT CASE WHEN current_setting('shared_preload_libraries') LIKE '%fixed_window%'
-                 AND current_setting('fixed_window.storage') <> 'table'
+SELECT CASE WHEN fw_storage_in_use() = 'shmem'
             THEN remaining = 1      -- shared memory: the rolled-back call spent
             ELSE remaining = 2 END  -- the table: the rollback gave it back
        AS spending_as_documented

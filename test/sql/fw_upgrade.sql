@@ -55,6 +55,14 @@ SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
 SELECT ok, remaining FROM fw_limit('upg_pol', 'u1');
 SELECT name, key, period, remaining FROM fw_counters WHERE name LIKE 'upg%' ORDER BY name, key, period;
 SELECT name, calls, allowed, denied FROM fw_stats WHERE name LIKE 'upg%' ORDER BY name;
+
+ALTER EXTENSION fixed_window UPDATE TO '1.4';
+-- 1.4: fw_resize_counters, for superusers only; counters stay where they
+-- were, and answer as before.
+SELECT has_function_privilege('public', 'fw_resize_counters(integer)', 'EXECUTE') AS public_resizes;
+SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
+SELECT name, key, period, remaining FROM fw_counters WHERE name LIKE 'upg%'
+ORDER BY name, key, period;
 SELECT extversion = default_version AS current
 FROM pg_extension JOIN pg_available_extensions ON name = extname
 WHERE extname = 'fixed_window';

@@ -8,11 +8,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
+
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
 
 my $node = PostgreSQL::Test::Cluster->new('load');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 fixed_window.max_counters = 10000
 fixed_window.debug_now = '2026-06-01 12:00:00+00'
 max_connections = 40

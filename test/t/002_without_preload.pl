@@ -1,7 +1,11 @@
-# Without shared_preload_libraries: CREATE EXTENSION works with no restart,
-# storage "auto" keeps counters in the extension's table, and asking for
-# shared memory fails with a clear error (SQLSTATE 55000) and a hint, never
-# a crash and never an answer.
+# Without shared_preload_libraries (issue 21): CREATE EXTENSION works with
+# no restart, and storage "auto" keeps counters in the extension's table, as
+# before.  Storage "shmem" keeps them in dynamic shared memory: the first
+# call creates the segment, every backend of every database shares it, the
+# keeper starts with it, saves the counters at a clean shutdown and the next
+# server's first call loads them.  A crash restart leaves a fresh segment,
+# never the old one (the servers run with MALLOC_PERTURB_, so that a read of
+# freed memory shows), and fw_resize_counters grows the table online.
 use strict;
 use warnings;
 
@@ -9,8 +13,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+local $ENV{MALLOC_PERTURB_} = 85;
 my $node = PostgreSQL::Test::Cluster->new('nopreload');
 $node->init;
+$node->append_conf('postgresql.conf', q{
+fixed_window.max_counters = 1000
+fixed_window.database_share = 100
+fixed_window.role_share = 100
+restart_after_crash = on
+});
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
@@ -20,24 +31,74 @@ is( $node->safe_psql('postgres',
 	't|1', 'fw_limit works without preload');
 is($node->safe_psql('postgres', 'SELECT tokens FROM fw_counter'),
 	'1', 'storage auto keeps the counter in the table');
+is($node->safe_psql('postgres', q{SELECT fw_storage_in_use()}), 'table', 'auto means the table');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'fixed_window keeper'}),
+	'0', 'no shared memory is created, and no keeper started, while no call asks for it');
 
-foreach my $fn ('fw_limit', 'fw_check')
-{
-	my ($ret, $stdout, $stderr) = $node->psql('postgres',
-		"\\set VERBOSITY verbose\nSET fixed_window.storage = shmem;\n"
-		  . "SELECT * FROM $fn('api', 'k', 10, '1 minute')");
-	isnt($ret, 0, "$fn with storage shmem fails without preload");
-	like($stderr,
-		qr/ERROR:  55000: fixed_window must be loaded via shared_preload_libraries/,
-		"$fn names the missing preload with SQLSTATE 55000");
-	like($stderr, qr/HINT:  Add fixed_window to shared_preload_libraries/,
-		"$fn hints at the fix");
-	is($stdout, '', "$fn returns no row");
-}
+# storage = shmem, chosen by an admin: no restart.
+$node->safe_psql('postgres', q{LOAD 'fixed_window'; ALTER SYSTEM SET fixed_window.storage = 'shmem'; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', q{SELECT current_setting('fixed_window.storage', true) = 'shmem'})
+  or die 'the setting was not reloaded';
+is($node->safe_psql('postgres', q{SELECT fw_storage_in_use()}), 'shmem', 'storage shmem works without preload');
+
+my $day = q{'2026-01-01 00:00:00+00'};
+my $spend = "SELECT ok, remaining FROM fw_limit('day', 'k', 2, '1 day', $day)";
+is($node->safe_psql('postgres', $spend), 't|1', 'the first call spends');
+my $other = $node->background_psql('postgres');
+is($other->query_safe($spend), 't|0', 'another session sees what it spent');
+$other->quit;
+is($node->safe_psql('postgres', $spend), 'f|0', 'and the next call is denied');
+is( $node->safe_psql('postgres', q{SELECT storage || ':' || key || ':' || remaining FROM fw_counters WHERE name = 'day'}),
+	'shmem:k:0', 'fw_counters shows the counter in shared memory');
+is( $node->safe_psql('postgres', q{SELECT calls || ':' || allowed || ':' || denied FROM fw_stats WHERE name = 'day'}),
+	'3:2:1', 'fw_stats counts the calls');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM fw_counter WHERE name = 'day'}),
+	'0', 'nothing went to the table');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'fixed_window keeper'}),
+	'1', 'the keeper started with the segment');
+
+# Another database's counters live in the same segment.
+$node->safe_psql('postgres', 'CREATE DATABASE other');
+$node->safe_psql('other', 'CREATE EXTENSION fixed_window');
+is($node->safe_psql('other', $spend), 't|1', 'another database has counters of its own');
+is( $node->safe_psql('other', q{SELECT slots_before || ':' || counters_moved FROM fw_resize_counters(2000)}),
+	'1000:2', 'one segment holds both databases\' counters, and resizing moves both');
+is($node->safe_psql('postgres', $spend), 'f|0', 'after the resize the first database still denies');
+is($node->safe_psql('other', $spend), 't|0', 'and the other spends its last token');
+
+# A clean restart: saved by the keeper, loaded by the first call.
+my $offset = -s $node->logfile;
+$node->restart;
+ok($node->log_contains(qr/fixed_window saved 2 counters/, $offset), 'the keeper saved the counters at shutdown');
+is($node->safe_psql('postgres', $spend), 'f|0', 'after a clean restart the counter is still spent');
+ok($node->log_contains(qr/fixed_window loaded 2 of 2 saved counters/, $offset), 'the first call loaded them');
+is($node->safe_psql('other', $spend), 'f|0', 'in both databases');
+
+# A crash: a backend killed; the server starts again with a fresh registry
+# and a fresh segment; the old segment's memory is gone.
+my $victim = $node->background_psql('postgres');
+my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+kill 'KILL', $victim_pid;
+$victim->quit;
+$node->poll_query_until('postgres', 'SELECT true') or die 'server did not come back';
+is($node->safe_psql('postgres', $spend), 't|1', 'after a crash calls succeed, on empty counters');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM fw_counters}), '1', 'only the new counter is there');
+is( $node->safe_psql('postgres', 'SELECT slots_before FROM fw_resize_counters(3000)'),
+	'1000', 'the new segment has the size of fixed_window.max_counters, not the old one\'s');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'fixed_window keeper'}),
+	'1', 'a new keeper started with it');
+ok(!$node->log_contains(qr/server process .* was terminated by signal 11|PANIC/, $offset),
+	'nothing crashed but the backend killed');
+
+# Errors: a clear one for each bad size.
+my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM fw_resize_counters(10)");
+like($err, qr/ERROR:  22023: slots must be between 1000 and 100000000/, 'a size out of range is refused');
+($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM fw_resize_counters(NULL)");
+like($err, qr/ERROR:  22004: argument "slots" must not be null/, 'a NULL size is refused');
 
 # The server is still up, and loading the library defines its settings.
 is($node->safe_psql('postgres', "LOAD 'fixed_window'; SHOW fixed_window.storage"),
-	'auto', 'storage is defined once the library is loaded');
+	'shmem', 'storage is defined once the library is loaded');
 
 $node->stop;
 done_testing();

@@ -21,6 +21,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
+
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
 
 # Reload a new fixed_window.database_share (a reload setting), then create
 # databases with the extension.
@@ -54,7 +57,7 @@ my $calls = $clients * $per_client;
 my $big = PostgreSQL::Test::Cluster->new('big');
 $big->init;
 $big->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 fixed_window.max_counters = $slots
 fixed_window.database_share = 100
 fixed_window.role_share = 100
@@ -248,7 +251,7 @@ $big->stop;
 my $node = PostgreSQL::Test::Cluster->new('full');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 fixed_window.max_counters = 2000
 fixed_window.database_share = 100
 fixed_window.role_share = 100
@@ -313,7 +316,7 @@ is( $node->safe_psql('postgres', q{
 
 # Only superusers may turn it on.
 $node->safe_psql('postgres', 'CREATE ROLE plain');
-($ret, $out, $err) = $node->psql('postgres', "SET ROLE plain; SET fixed_window.fail_open = on;");
+($ret, $out, $err) = $node->psql('postgres', "LOAD 'fixed_window'; SET ROLE plain; SET fixed_window.fail_open = on;");
 like($err, qr/permission denied to set parameter "fixed_window.fail_open"/, 'fail_open is superuser-only');
 
 # One second later every window has ended: the counters are reclaimed.
@@ -364,7 +367,7 @@ is( $node->safe_psql('postgres', q{
 	'1', 'only the new counter is live');
 
 # The per-database share.  database_share is a reload setting.
-($ret, $out, $err) = $node->psql('postgres', 'SET fixed_window.database_share = 50');
+($ret, $out, $err) = $node->psql('postgres', "LOAD 'fixed_window'; SET fixed_window.database_share = 50");
 like($err, qr/parameter "fixed_window.database_share" cannot be changed now/,
 	'database_share cannot be SET in a session');
 share_and_databases($node, 50, 'fw_a', 'fw_b');
@@ -414,7 +417,7 @@ $node->stop;
 my $roles = PostgreSQL::Test::Cluster->new('roles');
 $roles->init;
 $roles->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 fixed_window.max_counters = 2000
 fixed_window.debug_now = '2026-07-01 15:00:00+00'
 });
@@ -425,7 +428,7 @@ foreach my $db ('r1', 'r2')
 	$roles->safe_psql('postgres', "CREATE DATABASE $db");
 	$roles->safe_psql($db, 'CREATE EXTENSION fixed_window');
 }
-is( $roles->safe_psql('postgres', 'SHOW fixed_window.role_share'), '50', 'role_share is 50 by default');
+is( $roles->safe_psql('postgres', "LOAD 'fixed_window'; SHOW fixed_window.role_share"), '50', 'role_share is 50 by default');
 ($ret, $out, $err) = $roles->psql('r1',
 	"SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 1000) g, fw_limit('x', g::text, 1, '1000 years')",
 	extra_params => [ '-U', 'alice' ]);

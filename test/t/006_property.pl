@@ -18,6 +18,9 @@ use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
+
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
 
 my $model = dirname(__FILE__) . '/fw_reference_model.py';
 
@@ -42,7 +45,7 @@ my @seeds = split /,/, ($ENV{FW_PROPERTY_SEEDS} // '20261122,7');
 my $node = PostgreSQL::Test::Cluster->new('property');
 $node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);    # lengths are UTF-8 bytes
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 });
 $node->start;
 

@@ -32,6 +32,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename;
 
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+
 my $seconds = 7;
 my $hot_rate = 1000;
 my $keys_rate = 2;
@@ -39,7 +41,7 @@ my $keys_rate = 2;
 my $node = PostgreSQL::Test::Cluster->new('boundaries');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 max_connections = 50
 });
 $node->start;

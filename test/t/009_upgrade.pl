@@ -2,7 +2,7 @@
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
 # statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
-# the default version of the control file (1.3).  After the update the
+# the default version of the control file (1.4).  After the update the
 # counters of both backends are still there and answer as before, the views
 # and admin functions work with their 1.0.1 behaviour, and every member
 # object, with its definition, privileges and comment, equals that of a fresh
@@ -18,7 +18,9 @@
 # showing what issue 19 found (a leaky function reading fw_overrides, a
 # refund by any role, a definition no call could use, a new key denied
 # forever, a standby-hostile fw_counters), is updated to 1.3 with its
-# counters, and each is fixed.
+# counters, and each is fixed.  A fifth, a live 1.3 with counters in shared
+# memory and in the table, is updated to 1.4: each counter stays where it was
+# and answers as before, and only superusers may resize shared memory.
 use strict;
 use warnings;
 
@@ -39,14 +41,14 @@ $node->start;
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
-is($default, '1.3', 'the control file names 1.3 as the default version');
+is($default, '1.4', 'the control file names 1.4 as the default version');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
 		FROM pg_extension_update_paths('fixed_window')
-		WHERE target = '1.3' AND path IS NOT NULL}),
-	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3, 1.1 1.1--1.2--1.2.1--1.3, '
-	  . '1.2 1.2--1.2.1--1.3, 1.2.1 1.2.1--1.3',
-	'update paths to 1.3: from every earlier version, each step in turn');
+		WHERE target = '1.4' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3--1.4, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3--1.4, '
+	  . '1.1 1.1--1.2--1.2.1--1.3--1.4, 1.2 1.2--1.2.1--1.3--1.4, 1.2.1 1.2.1--1.3--1.4, 1.3 1.3--1.4',
+	'update paths to 1.4: from every earlier version, each step in turn');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -400,6 +402,28 @@ like($err, qr/permission denied for function fw_refund/, "$live121: fw_refund is
 ($ret, $out, $err) = $node->psql($live121, "\\set VERBOSITY verbose\nSELECT fw_define('far', 10, '300000 years')");
 like($err, qr/ERROR:  22008: window boundary out of range/, "$live121: a definition no call can use is refused");
 is(members($live121), $fresh, "$live121: it has exactly the objects of a fresh installation");
+
+# ---------------------------------------------------------------------------
+# A live 1.3, updated to 1.4: where its counters live does not change.
+my $live13 = 'live13';
+$node->safe_psql('postgres', "CREATE DATABASE $live13");
+$node->safe_psql($live13, "CREATE EXTENSION fixed_window VERSION '1.3'");
+$node->safe_psql($live13, q{
+	SELECT fw_limit('l13', 'in-shmem', 5, '1 hour', cost => 2);
+	SET fixed_window.storage = 'table';
+	SELECT fw_limit('l13', 'in-table', 5, '1 hour', cost => 3);
+});
+my $counters13 = $node->safe_psql($live13, $list_counters);
+$node->safe_psql($live13, 'ALTER EXTENSION fixed_window UPDATE');
+is($node->safe_psql($live13, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	'1.4', "$live13: updated to 1.4");
+is($node->safe_psql($live13, $list_counters), $counters13,
+	"$live13: each counter is kept where it was, in shared memory or in the table");
+is($node->safe_psql($live13, q{SELECT fw_storage_in_use()}), 'shmem',
+	"$live13: a preloaded server's calls keep using shared memory (storage = auto)");
+($ret, $out, $err) = $node->psql($live13, q{SET ROLE plain; SELECT fw_resize_counters(2000)});
+like($err, qr/permission denied for function fw_resize_counters/, "$live13: an ordinary role cannot resize shared memory");
+is(members($live13), $fresh, "$live13: it has exactly the objects of a fresh installation");
 
 $node->stop;
 done_testing();

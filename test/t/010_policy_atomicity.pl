@@ -56,6 +56,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
+
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
 
 my $seconds = 24;
 my $clients = 16;
@@ -63,7 +66,7 @@ my $clients = 16;
 my $node = PostgreSQL::Test::Cluster->new('atomicity');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 max_connections = 40
 });
 $node->start;

@@ -39,11 +39,14 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
+
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
 
 my $node = PostgreSQL::Test::Cluster->new('policy_dump');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 fixed_window.max_counters = 1000
 fixed_window.debug_now = '2099-01-01 12:00:00+00'
 });

@@ -37,6 +37,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename;
+
+my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
 
 my $seconds = 8;
 my $clients = 16;
@@ -45,7 +48,7 @@ my $admins = 2;
 my $node = PostgreSQL::Test::Cluster->new('admin_load');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+$shmem
 max_connections = 40
 fixed_window.max_counters = 1000000
 fixed_window.database_share = 100

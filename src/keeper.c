@@ -18,6 +18,15 @@
  *	- at a clean shutdown (SIGTERM), saves the counters once every other
  *	  backend has unmapped them.
  *
+ * One keeper runs at a time: it names itself in the registry (segment.c),
+ * and a second one started meanwhile exits at once.  A keeper that is
+ * terminated (pg_terminate_backend sends SIGTERM too) while the server
+ * runs saves nothing and exits with status 1, so that the postmaster starts
+ * it again: the postmaster.pid file says whether the server is stopping.
+ * It ignores SIGINT (pg_cancel_backend): it runs no statement to cancel.
+ * Should it not come back, the next backend that maps the counters starts
+ * another (fwshmem_attach).
+ *
  * It connects to no database: it reads only pg_database, a shared catalog.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
@@ -35,18 +44,22 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/guc.h"
+#include "utils/pidfile.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
 
 #define FW_SWEEP_MS		1000	/* how often dropped databases are looked for */
+#define FW_PID_FILE		"postmaster.pid"	/* miscinit.c's, in the data directory */
 
 PGDLLEXPORT void fwkeeper_main(Datum arg);
 
@@ -63,24 +76,67 @@ fwkeeper_sigterm(SIGNAL_ARGS)
 }
 
 /*
- * Forget the databases that hold counters and are no longer in
- * pg_database.  Those holding counters are read before the snapshot, so
+ * Whether the server is shutting down, as its postmaster.pid file says:
+ * the postmaster writes "stopping" there before it signals any process.
+ * A file that cannot be read says no: the keeper then exits without saving
+ * and, the server stopping, is not started again.
+ */
+static bool
+fwkeeper_server_stopping(void)
+{
+	FILE	   *file = AllocateFile(FW_PID_FILE, "r");
+	char		line[MAXPGPATH];
+	int			lineno = 0;
+	bool		stopping = false;
+
+	if (file == NULL)
+		return false;
+	while (fgets(line, sizeof(line), file) != NULL)
+	{
+		if (++lineno == LOCK_FILE_LINE_PM_STATUS)
+		{
+			stopping = strncmp(line, PM_STATUS_STOPPING, strlen(PM_STATUS_STOPPING)) == 0;
+			break;
+		}
+	}
+	FreeFile(file);
+	return stopping;
+}
+
+/* At exit, however it comes: let another keeper run. */
+static void
+fwkeeper_exit(int code, Datum arg)
+{
+	fwsegment_keeper_end();
+}
+
+/*
+ * Forget the databases that hold counters or statistics and are no longer
+ * in pg_database.  Those holding them are read before the snapshot, so
  * that a database is missing from it only if it was dropped: one created
  * since could not have held counters before it.
  */
+#define FW_SWEEP_MAX	(FW_MAX_DATABASES + FW_MAX_STATS + FW_MAX_DATABASES)
+
 static void
 fwkeeper_sweep(void)
 {
-	Oid			held[FW_MAX_DATABASES];
-	bool		exists[FW_MAX_DATABASES] = {false};
+	Oid		   *held = palloc(sizeof(Oid) * FW_SWEEP_MAX);
+	bool	   *exists;
 	int			nheld = fwshmem_databases(held);
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tuple;
 	int			i;
+	int			j;
 
+	nheld += fwstats_databases(held + nheld, FW_SWEEP_MAX - nheld);
 	if (nheld == 0)
+	{
+		pfree(held);
 		return;
+	}
+	exists = palloc0(sizeof(bool) * nheld);
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	rel = table_open(DatabaseRelationId, AccessShareLock);
@@ -102,11 +158,19 @@ fwkeeper_sweep(void)
 	{
 		if (exists[i])
 			continue;
+		/* a database both held counters and statistics: forget it once */
+		for (j = i + 1; j < nheld; j++)
+			if (held[j] == held[i])
+				exists[j] = true;
 		fwshmem_drop_database(held[i]);
 		fwstats_forget_database(held[i]);
 		ereport(LOG,
-				(errmsg("fixed_window forgot the counters of dropped database %u", held[i])));
+				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+				errmsg("fixed_window forgot the counters and statistics of dropped database %u",
+					   held[i])));
 	}
+	pfree(held);
+	pfree(exists);
 }
 
 /* Resize to a reloaded fixed_window.max_counters; an error is only logged. */
@@ -135,8 +199,13 @@ fwkeeper_main(Datum arg)
 {
 	pqsignal(SIGTERM, fwkeeper_sigterm);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	if (!fwsegment_keeper_begin())
+		proc_exit(0);			/* another keeper runs: this one is not needed */
+	before_shmem_exit(fwkeeper_exit, (Datum) 0);
 
 	/* a preloaded server's table exists from the start, loaded */
 	fwshmem_open();
@@ -159,6 +228,14 @@ fwkeeper_main(Datum arg)
 		}
 		if (!fw_stopping)
 			fwkeeper_sweep();
+	}
+	if (!fwkeeper_server_stopping())
+	{
+		ereport(LOG,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				errmsg("fixed_window keeper terminated while the server runs"),
+				errdetail("It saves nothing, and starts again in a moment.")));
+		proc_exit(1);
 	}
 	fwshmem_save_at_shutdown();
 	proc_exit(0);

@@ -49,8 +49,8 @@
  * "fixed_window".
  *
  *	FwRegistry.magic, tranche, lock		set when it is created, never change
- *	FwRegistry.next_generation, keeper_claimed, entries[]
- *										the registry's lock
+ *	FwRegistry.next_generation, created, keeper_pid, keeper_asked,
+ *	entries[]							the registry's lock
  *	FwSegment.magic, kind, generation, size
  *										set before the segment is published
  *	FwSegment.retired, attached			atomics
@@ -62,6 +62,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "replication/walsender.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
@@ -90,7 +91,9 @@ typedef struct FwRegistry
 	int			tranche;
 	LWLock		lock;
 	uint64		next_generation;
-	bool		keeper_claimed; /* a backend has started the keeper */
+	TimestampTz created;		/* when this registry was made */
+	int			keeper_pid;		/* the running keeper's, or 0 */
+	TimestampTz keeper_asked;	/* when a backend last asked for a keeper */
 	FwRegistryEntry entries[FW_NUM_SEGMENT_KINDS];
 } FwRegistry;
 
@@ -112,8 +115,10 @@ fwsegment_registry_init(void *ptr)
 	registry->magic = FW_REGISTRY_MAGIC;
 	registry->tranche = LWLockNewTrancheId();
 	LWLockInitialize(&registry->lock, registry->tranche);
-	registry->next_generation = (uint64) GetCurrentTimestamp();
-	registry->keeper_claimed = false;
+	registry->created = GetCurrentTimestamp();
+	registry->next_generation = (uint64) registry->created;
+	registry->keeper_pid = 0;
+	registry->keeper_asked = 0;
 	for (i = 0; i < FW_NUM_SEGMENT_KINDS; i++)
 	{
 		registry->entries[i].handle = DSM_HANDLE_INVALID;
@@ -189,17 +194,25 @@ fwsegment_detached(dsm_segment *mapping, Datum arg)
 {
 	FwSegment  *segment = (FwSegment *) DatumGetPointer(arg);
 
-	pg_atomic_fetch_sub_u32(&segment->attached, 1);
+	if (!am_walsender)
+		pg_atomic_fetch_sub_u32(&segment->attached, 1);
 }
 
-/* Keep a mapping for the session, counted in the segment's attached. */
+/*
+ * Keep a mapping for the session, counted in the segment's attached
+ * unless this is a walsender: at a shutdown, walsenders stay until the
+ * last checkpoint, after every other backend and the keeper have exited,
+ * so the keeper, waiting for the others to unmap the counters, must not
+ * wait for them.
+ */
 static void
 fwsegment_keep_mapping(dsm_segment *mapping)
 {
 	FwSegment  *segment = (FwSegment *) dsm_segment_address(mapping);
 
 	dsm_pin_mapping(mapping);
-	pg_atomic_fetch_add_u32(&segment->attached, 1);
+	if (!am_walsender)
+		pg_atomic_fetch_add_u32(&segment->attached, 1);
 	on_dsm_detach(mapping, fwsegment_detached, PointerGetDatum(segment));
 }
 
@@ -387,25 +400,67 @@ fwsegment_discard(FwSegment *segment)
 }
 
 /*
- * Whether the caller is the first to ask since the registry was created:
- * that backend starts the keeper (see shmem_store.c).  Called with the
- * registry's lock held exclusively (by a segment's init callback), or none.
+ * The keeper (keeper.c): one runs at a time, and names itself here while
+ * it runs, so that backends see when there is none.  A keeper that stops
+ * without a shutdown is started again by the postmaster; a backend starts
+ * one when none was registered, or the registration failed.
+ */
+
+/* How long a backend waits before asking again for a keeper that did not come. */
+#define FW_KEEPER_WAIT_MS	10000
+
+/*
+ * Whether the caller should start a keeper: none runs and none was asked
+ * for in the last FW_KEEPER_WAIT_MS (a preloaded server's own keeper is
+ * given as long after the registry's creation).  Says yes to one caller
+ * at a time.
  */
 bool
-fwsegment_claim_keeper(void)
+fwsegment_keeper_wanted(bool preloaded)
 {
-	bool		first;
-	bool		locked;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz last;
+	bool		wanted;
 
 	(void) fwsegment_registry();
-	/* a segment's init callback runs with the lock held */
-	locked = !LWLockHeldByMe(&fw_registry->lock);
-	if (locked)
-		LWLockAcquire(&fw_registry->lock, LW_EXCLUSIVE);
-	Assert(LWLockHeldByMeInMode(&fw_registry->lock, LW_EXCLUSIVE));
-	first = !fw_registry->keeper_claimed;
-	fw_registry->keeper_claimed = true;
-	if (locked)
-		LWLockRelease(&fw_registry->lock);
-	return first;
+	if (fw_registry->keeper_pid != 0)
+		return false;			/* read without the lock: checked again */
+	LWLockAcquire(&fw_registry->lock, LW_EXCLUSIVE);
+	last = fw_registry->keeper_asked;
+	if (preloaded && last < fw_registry->created)
+		last = fw_registry->created;
+	wanted = fw_registry->keeper_pid == 0 &&
+		(last == 0 || TimestampDifferenceExceeds(last, now, FW_KEEPER_WAIT_MS));
+	if (wanted)
+		fw_registry->keeper_asked = now;
+	LWLockRelease(&fw_registry->lock);
+	return wanted;
+}
+
+/*
+ * Called by a keeper as it starts: whether it is the one to run, no other
+ * keeper running.
+ */
+bool
+fwsegment_keeper_begin(void)
+{
+	bool		mine;
+
+	(void) fwsegment_registry();
+	LWLockAcquire(&fw_registry->lock, LW_EXCLUSIVE);
+	mine = fw_registry->keeper_pid == 0 || fw_registry->keeper_pid == MyProcPid;
+	if (mine)
+		fw_registry->keeper_pid = MyProcPid;
+	LWLockRelease(&fw_registry->lock);
+	return mine;
+}
+
+/* Called by the running keeper as it exits, holding no lock. */
+void
+fwsegment_keeper_end(void)
+{
+	LWLockAcquire(&fw_registry->lock, LW_EXCLUSIVE);
+	if (fw_registry->keeper_pid == MyProcPid)
+		fw_registry->keeper_pid = 0;
+	LWLockRelease(&fw_registry->lock);
 }

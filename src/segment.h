@@ -33,7 +33,7 @@ typedef struct FwSegment
 	uint64		generation;		/* as the registry recorded it */
 	Size		size;			/* of the whole segment */
 	pg_atomic_uint32 retired;	/* replaced: the registry has a newer one */
-	pg_atomic_uint32 attached;	/* backends that map it */
+	pg_atomic_uint32 attached;	/* backends that map it, walsenders aside */
 } FwSegment;
 
 #define FW_SEGMENT_HEADER_SIZE	CACHELINEALIGN(sizeof(FwSegment))
@@ -49,6 +49,8 @@ extern FwSegment *fwsegment_find(FwSegmentKind kind);
 extern FwSegment *fwsegment_create(FwSegmentKind kind, Size size);
 extern void fwsegment_replace(FwSegment *old, FwSegment *replacement);
 extern void fwsegment_discard(FwSegment *segment);
-extern bool fwsegment_claim_keeper(void);
+extern bool fwsegment_keeper_wanted(bool preloaded);
+extern bool fwsegment_keeper_begin(void);
+extern void fwsegment_keeper_end(void);
 
 #endif							/* FW_SEGMENT_H */

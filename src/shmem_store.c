@@ -23,8 +23,9 @@
  * backend, wherever each maps the segment.
  *
  * Growing (fwshmem_resize).  A table never changes size: a bigger one, in
- * a new segment, replaces it.  The resizing backend takes the old table's
- * admin lock and every partition lock, so that no call is under way on it,
+ * a new segment, replaces it.  The resizing backend creates and clears the
+ * new segment, then takes the old table's admin lock and every partition
+ * lock, so that no call is under way on it,
  * copies every counter into the new table, publishes the new segment and
  * marks the old one retired (segment.c), then releases the old locks.  A
  * backend that then gets an old lock sees the old segment retired, lets
@@ -35,11 +36,11 @@
  *
  * Saving at shutdown.  A background worker, the keeper (keeper.c), maps
  * the segment for the life of the server: started with the server when the
- * library is preloaded, and by the backend that creates the segment
+ * library is preloaded, and by a backend that finds none running
  * otherwise.  At a clean shutdown (SIGTERM) it waits until no other backend
- * maps the segment, then writes every counter to a file
- * (fwshmem_save_at_shutdown), which the backend that next creates the
- * segment reads back.  A crash, or an immediate shutdown, sends it SIGQUIT
+ * but walsenders maps the segment, then, holding every lock of the table,
+ * writes every counter to a file (fwshmem_save_at_shutdown), which the
+ * backend that next creates the segment reads back.  A crash, or an immediate shutdown, sends it SIGQUIT
  * instead: nothing is written, and the next segment starts empty.
  *
  * Locks.  There are FW_NUM_PARTITIONS + 1 LWLocks, in the segment, and one
@@ -64,8 +65,8 @@
  *	- the mutex (a spinlock): held for a few instructions to move slots on
  *	  or off the free list and change the counts that go with them.
  *
- * Order: the admin lock before partition locks before the mutex, and the
- * registry's lock (segment.c) after them when the table is replaced.  A call
+ * Order: the registry's lock (segment.c), taken only to replace the table,
+ * before the admin lock before partition locks before the mutex.  A call
  * takes its partition locks in ascending index order, so two calls never
  * wait for each other in a cycle; a walk over the whole table takes one
  * partition lock at a time, in index order.
@@ -387,17 +388,12 @@ fwshmem_init_table(FwSegment *segment, uint32 nslots)
 	fwshmem_clear();
 }
 
-/*
- * The first table of a server: empty, with the counters saved at the last
- * clean shutdown, and with a keeper to save them at the next.
- */
+/* The first table of a server: the counters saved at the last clean shutdown. */
 static void
 fwshmem_init_first(FwSegment *segment, void *arg)
 {
 	fwshmem_init_table(segment, (uint32) fw_max_counters);
 	fwshmem_load();
-	if (!fw_preloaded && fwsegment_claim_keeper())
-		fwshmem_start_keeper(true);
 }
 
 /*
@@ -415,12 +411,26 @@ fwshmem_attach(bool create)
 		return true;
 	if (!IsUnderPostmaster)
 		return false;			/* no dynamic shared memory in single-user mode */
-	if (create)
-		segment = fwsegment_get(FW_SEGMENT_COUNTERS, fwshmem_size((uint32) fw_max_counters),
-								fwshmem_init_first, NULL);
-	else
-		segment = fwsegment_find(FW_SEGMENT_COUNTERS);
+	PG_TRY();
+	{
+		if (create)
+			segment = fwsegment_get(FW_SEGMENT_COUNTERS, fwshmem_size((uint32) fw_max_counters),
+									fwshmem_init_first, NULL);
+		else
+			segment = fwsegment_find(FW_SEGMENT_COUNTERS);
+	}
+	PG_CATCH();
+	{
+		/* a table that failed to initialise was destroyed: forget it */
+		fwshmem_use(NULL);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	fwshmem_use(segment);
+
+	/* no keeper runs: the first to see it starts one (see keeper.c) */
+	if (segment != NULL && fwsegment_keeper_wanted(fw_preloaded))
+		fwshmem_start_keeper(true);
 	return segment != NULL;
 }
 
@@ -1425,10 +1435,10 @@ fwshmem_dump_visit(FwCounter *counter, void *arg)
 }
 
 /*
- * Write the table to the file, under each partition's lock in turn.  Run
- * by the keeper once no other backend maps the table; if counters are
- * created meanwhile all the same, the count no longer matches and the file
- * is not written.
+ * Write the table to the file: run by the keeper at shutdown, holding every
+ * lock of the table.  The counters are counted first, so that the header
+ * can say how many follow; a count that differs after writing them is a
+ * bug, and the file is not kept.
  */
 static void
 fwshmem_dump(void)
@@ -1436,7 +1446,7 @@ fwshmem_dump(void)
 	FwDump		dump = {NULL, 0, 0, PG_UINT32_MAX, true};
 	FwDumpHeader header = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
 
-	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_READ);
+	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
 	header.count = dump.count;
 
 	dump.file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
@@ -1446,19 +1456,27 @@ fwshmem_dump(void)
 	dump.count = 0;
 	INIT_CRC32C(dump.crc);
 	fwshmem_dump_write(&dump, &header, sizeof(header));
-	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_READ);
+	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
 	FIN_CRC32C(dump.crc);
-	if (!dump.ok || dump.count != header.count ||
-		fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
+	if (dump.count != header.count)
+		elog(ERROR, "fixed_window counted %u counters to save, then found %u",
+			 header.count, dump.count);
+	if (!dump.ok || fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
 		goto error;
 	if (FreeFile(dump.file))
 	{
 		dump.file = NULL;
 		goto error;
 	}
-	(void) durable_rename(FW_DUMP_FILE ".tmp", FW_DUMP_FILE, LOG);
+	/* durable_rename reports its own failure */
+	if (durable_rename(FW_DUMP_FILE ".tmp", FW_DUMP_FILE, LOG) != 0)
+	{
+		unlink(FW_DUMP_FILE ".tmp");
+		return;
+	}
 	ereport(LOG,
-			(errmsg("fixed_window saved %u counters", header.count)));
+			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+			errmsg("fixed_window saved %u counters", header.count)));
 	return;
 
 error:
@@ -1485,6 +1503,7 @@ fwshmem_load(void)
 	uint32		i;
 	TimestampTz now = GetCurrentTimestamp();
 	uint32		loaded = 0;
+	struct stat st;
 
 	/*
 	 * A file is read once: after a crash that re-creates shared memory, the
@@ -1506,6 +1525,23 @@ fwshmem_load(void)
 	}
 	/* whatever happens next, this file is not read twice */
 	unlink(FW_DUMP_FILE);
+
+	/*
+	 * Only a file saved before this server started is a clean shutdown's:
+	 * one written since (by a shutdown that did not complete, or a keeper
+	 * that saved and then the server crashed) holds counters older than
+	 * those a crash lost.  Seconds suffice: the file of a shutdown in the
+	 * second the server started is taken.
+	 */
+	if (fstat(fileno(file), &st) == 0 &&
+		st.st_mtime > timestamptz_to_time_t(PgStartTime))
+	{
+		ereport(LOG,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
+				errdetail("The file was written after the server started, not at its last clean shutdown; the counters start empty.")));
+		goto done;
+	}
 	if (fseek(file, 0, SEEK_END) != 0 || (size = ftell(file)) < 0 ||
 		fseek(file, 0, SEEK_SET) != 0)
 		goto read_error;
@@ -1593,7 +1629,8 @@ fwshmem_load(void)
 		goto bad_file;
 	pfree(data);
 	ereport(LOG,
-			(errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count),
+			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+			errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count),
 			errdetail("Counters whose windows ended, or beyond a database's or role's share, are not loaded.")));
 	return;
 
@@ -1648,16 +1685,16 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 	fwshmem_split_stored_name(text, counter->name_len, &name, &name_len, &period_id, &period_id_len);
 	fwidentity_init_db(&id, counter->dbid, name, name_len, period_id, period_id_len,
 					   text + counter->name_len, counter->key_len);
-	owners.dbid = fw_shared->databases[counter->database].oid;
-	owners.roleid = fw_shared->roles[counter->role].oid;
 	Assert(id.hash == counter->hash);
 
-	/* the new table: its entries for the same owners, beyond any share */
-	fwshmem_use(copy->to);
-	owners.database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true);
-	owners.role = fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true);
+	/* the new table's entries of databases[] and roles[] are the old one's */
+	owners.database = counter->database;
+	owners.dbid = fw_shared->databases[counter->database].oid;
+	owners.role = counter->role;
+	owners.roleid = fw_shared->roles[counter->role].oid;
 	owners.unbounded = true;
-	Assert(owners.database != FW_NO_ENTRY && owners.role != FW_NO_ENTRY);
+
+	fwshmem_use(copy->to);
 	result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
 	/* checked beforehand: the new table has room for every slot in use */
 	if (result != FW_APPLY_OK || moved)
@@ -1669,68 +1706,110 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 	return false;
 }
 
-/* Release the admin lock and every partition lock of the table in use. */
-static void
-fwshmem_release_all(int partitions)
+/*
+ * Take the admin lock and every partition lock of the table in use, in
+ * that order; returns false, holding none, if the table was replaced.
+ */
+static bool
+fwshmem_lock_table(void)
 {
 	int			i;
 
-	for (i = partitions - 1; i >= 0; i--)
+	LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+	if (fwshmem_retired())
+	{
+		LWLockRelease(fwshmem_admin_lock());
+		return false;
+	}
+	for (i = 0; i < FW_NUM_PARTITIONS; i++)
+		LWLockAcquire(&fw_shared->locks[i].lock, LW_EXCLUSIVE);
+	return true;
+}
+
+/* Release what fwshmem_lock_table took. */
+static void
+fwshmem_unlock_table(void)
+{
+	int			i;
+
+	for (i = FW_NUM_PARTITIONS - 1; i >= 0; i--)
 		LWLockRelease(&fw_shared->locks[i].lock);
 	LWLockRelease(fwshmem_admin_lock());
 }
 
+/* The slots counters take in the table in use; under its admin lock. */
+static uint32
+fwshmem_used(void)
+{
+	uint32		used;
+
+	SpinLockAcquire(&fw_shared->mutex);
+	used = fw_shared->nslots - fw_shared->nfree;
+	SpinLockRelease(&fw_shared->mutex);
+	return used;
+}
+
 /*
  * Replace the table by one of nslots slots, holding every counter of the
- * old one.  Refused when the counters in use take more than nslots slots.
- * Returns the counters copied; *old_nslots is set to the old size.
+ * old one.  Refused when the counters in use, once those whose windows
+ * ended are reclaimed, take more than nslots slots.  Returns the counters
+ * copied; *old_nslots is set to the old size.
+ *
+ * The new segment is created and cleared before the old table's locks are
+ * taken, so that calls wait only while the counters are copied.  The
+ * registry's lock, held from fwsegment_create to fwsegment_replace, keeps
+ * any other backend from replacing the old table meanwhile.
  */
 uint32
 fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 {
 	FwCopy		copy = {NULL, NULL, 0};
-	uint32		used;
-	int			i;
+	uint32		used = 0;
+	bool		same = false;
 
 	Assert(nslots >= FW_MIN_COUNTERS && nslots <= FW_MAX_COUNTERS);
 	for (;;)
 	{
 		(void) fwshmem_attach(true);
-		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+		*old_nslots = fw_shared->nslots;
+		if (nslots == *old_nslots)
+			return 0;
+		copy.from = fw_segment;
+		copy.to = fwsegment_create(FW_SEGMENT_COUNTERS, fwshmem_size(nslots));
 		if (!fwshmem_retired())
-			break;
-		LWLockRelease(fwshmem_admin_lock());
-	}
-	for (i = 0; i < FW_NUM_PARTITIONS; i++)
-		LWLockAcquire(&fw_shared->locks[i].lock, LW_EXCLUSIVE);
-
-	*old_nslots = fw_shared->nslots;
-	SpinLockAcquire(&fw_shared->mutex);
-	used = fw_shared->nslots - fw_shared->nfree;
-	SpinLockRelease(&fw_shared->mutex);
-	if (nslots == fw_shared->nslots)
-	{
-		fwshmem_release_all(FW_NUM_PARTITIONS);
-		return 0;
-	}
-	if (nslots < used)
-	{
-		fwshmem_release_all(FW_NUM_PARTITIONS);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
-				errdetail("Counters take %u of the %u slots now.", used, *old_nslots),
-				errhint("Wait until more windows have ended, or remove counters with fw_reset().")));
+			break;				/* and no other backend can replace it now */
+		fwsegment_discard(copy.to);
 	}
 
-	copy.from = fw_segment;
-	copy.to = fwsegment_create(FW_SEGMENT_COUNTERS, fwshmem_size(nslots));
 	PG_TRY();
 	{
+		FwShared   *to_shared;
+
 		fwshmem_init_table(copy.to, nslots);
-		pg_atomic_write_u64(&fw_shared->reclaim_after, PG_INT64_MIN);
+		to_shared = fw_shared;
 		fwshmem_use(copy.from);
-		fwshmem_walk(fwshmem_copy_visit, &copy, FW_WALK_UNLOCKED);
+
+		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+		/* counters whose windows ended need not move */
+		(void) fwshmem_reclaim(fwsettings_clock_now());
+		LWLockRelease(fwshmem_admin_lock());
+		if (!fwshmem_lock_table())
+			elog(ERROR, "the table of fixed_window was replaced while the registry was locked");
+		used = fwshmem_used();
+		same = (nslots == fw_shared->nslots);
+		if (!same && nslots >= used)
+		{
+			int			i;
+
+			/* the same entries, each to hold the slots its counters take again */
+			memcpy(to_shared->databases, fw_shared->databases, sizeof(fw_shared->databases));
+			memcpy(to_shared->roles, fw_shared->roles, sizeof(fw_shared->roles));
+			for (i = 0; i < FW_MAX_DATABASES; i++)
+				to_shared->databases[i].slots = 0;
+			for (i = 0; i < FW_MAX_ROLES; i++)
+				to_shared->roles[i].slots = 0;
+			fwshmem_walk(fwshmem_copy_visit, &copy, FW_WALK_UNLOCKED);
+		}
 	}
 	PG_CATCH();
 	{
@@ -1740,20 +1819,36 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 	}
 	PG_END_TRY();
 
+	if (same || nslots < used)
+	{
+		fwshmem_unlock_table();
+		fwsegment_discard(copy.to);
+		if (same)
+			return 0;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
+				errdetail("Live counters take %u of the %u slots now.", used, *old_nslots),
+				errhint("Wait until more windows have ended, or remove counters with fw_reset().")));
+	}
+
 	/* from here on, every backend that takes a lock of the old table moves */
 	fwsegment_replace(copy.from, copy.to);
-	fwshmem_release_all(FW_NUM_PARTITIONS);
+	fwshmem_unlock_table();
 	(void) fwshmem_attach(true);
 	ereport(LOG,
-			(errmsg("fixed_window moved %u counters to a table of %u slots (was %u)",
+			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+			errmsg("fixed_window moved %u counters to a table of %u slots (was %u)",
 					copy.copied, nslots, *old_nslots)));
 	return copy.copied;
 }
 
 /*
- * At a clean shutdown, from the keeper: once the other backends have
- * unmapped the table, no call can change it any more; then save it, unless
- * fixed_window.save is off.
+ * At a clean shutdown, from the keeper, unless fixed_window.save is off:
+ * once the other backends have unmapped the table, save it, holding every
+ * lock of it so that the file is one state of the table.  Walsenders are
+ * not waited for: they exit after the keeper (see segment.c), and a call
+ * made over a replication connection after the save is not in the file.
  */
 #define FW_UNMAP_POLL_MS	10
 
@@ -1766,8 +1861,17 @@ fwshmem_save_at_shutdown(void)
 						 FW_UNMAP_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	if (fw_save && fw_segment != NULL)
-		fwshmem_dump();
+	if (!fw_save)
+		return;
+	for (;;)
+	{
+		if (!fwshmem_attach(false))
+			return;
+		if (fwshmem_lock_table())
+			break;
+	}
+	fwshmem_dump();
+	fwshmem_unlock_table();
 }
 
 /*
@@ -1809,9 +1913,11 @@ fwshmem_slots(void)
 
 /*
  * Start the keeper: from _PG_init when preloading (a worker the postmaster
- * starts, and starts again after a crash), otherwise from the backend that
- * creates the first table (a worker that ends with the server).
+ * starts with the server), otherwise from a backend that finds no keeper
+ * running (fwshmem_attach).  Either is started again by the postmaster
+ * when it stops other than at a shutdown, and after a crash.
  */
+#define FW_KEEPER_RESTART_S	1
 void
 fwshmem_start_keeper(bool dynamic)
 {
@@ -1820,7 +1926,7 @@ fwshmem_start_keeper(bool dynamic)
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = dynamic ? BGW_NEVER_RESTART : 1;
+	worker.bgw_restart_time = FW_KEEPER_RESTART_S;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "fixed_window");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "fwkeeper_main");	/* keeper.c */
 	snprintf(worker.bgw_name, BGW_MAXLEN, "fixed_window keeper");

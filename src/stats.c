@@ -330,6 +330,35 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 }
 
 /*
+ * The databases that hold statistics, each once, at most max of them, into
+ * dbids; returns how many.
+ */
+int
+fwstats_databases(Oid *dbids, int max)
+{
+	int			n = 0;
+	int			i;
+	int			j;
+
+	if (!fwstats_attach(false))
+		return 0;
+	LWLockAcquire(&fw_stats->lock, LW_SHARED);
+	for (i = 0; i < FW_STATS_PLACES && n < max; i++)
+	{
+		Oid			dbid = fw_stats->places[i].key.dbid;
+
+		if (fw_stats->places[i].key.name_len == FW_STATS_FREE)
+			continue;
+		for (j = 0; j < n && dbids[j] != dbid; j++)
+			;
+		if (j == n)
+			dbids[n++] = dbid;
+	}
+	LWLockRelease(&fw_stats->lock);
+	return n;
+}
+
+/*
  * Remove every entry of a database: its statistics start afresh
  * (fw_stats_reset), or the database is gone.  The entries that stay are
  * placed again, so that no search meets a hole before its key; no backend

@@ -34,6 +34,7 @@ extern void fwstats_open(void);
 extern void fwstats_count(const FwIdentity *id, const FwDecision *decision,
 						  const FwVerdict *verdict);
 extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
+extern int	fwstats_databases(Oid *dbids, int max);
 extern void fwstats_forget_database(Oid dbid);
 
 #endif							/* FW_STATS_H */

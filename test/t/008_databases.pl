@@ -94,7 +94,7 @@ sub drop_db
 	my ($db, $oid) = @_;
 	my $offset = -s $node->logfile;
 	$node->safe_psql('postgres', "DROP DATABASE $db");
-	$node->wait_for_log(qr/fixed_window forgot the counters of dropped database $oid/, $offset)
+	$node->wait_for_log(qr/fixed_window forgot the counters and statistics of dropped database $oid/, $offset)
 	  if $dynamic;
 }
 my $fresh = 'true|4';
@@ -115,6 +115,17 @@ is($node->safe_psql('d1', 'SELECT oid FROM pg_database WHERE datname = current_d
 is(check('d1', 'k', 'shmem'), $fresh, 'the new d1: fw_check allows the key with every token');
 is(counters('d1'), '', 'the new d1: fw_counters is empty');
 is(stats('d1'), '', 'the new d1: fw_stats is empty');
+
+# A database whose counters were all reset keeps its statistics; dropped,
+# those go too.
+create_db('d4', 'OID 50003');
+is(spend('d4', 'k', 'shmem'), $spent, 'd4: a key spent to denial');
+is($node->safe_psql('d4', q{SET fixed_window.storage = 'shmem'; SELECT fw_reset('api')}),
+	'1', 'd4: its only counter reset');
+is(stats('d4'), 'api:6:5:1', 'd4: its statistics stay');
+drop_db('d4', 50003);
+create_db('d4', 'OID 50003');
+is(stats('d4'), '', 'd4, dropped with statistics and no counter, created again: fw_stats is empty');
 
 # ---------------------------------------------------------------------------
 # A DROP DATABASE that fails drops nothing.

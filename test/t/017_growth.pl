@@ -100,7 +100,7 @@ my ($ret, $stdout, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT * FROM fw_resize_counters(20000)");
 like($stderr, qr/ERROR:  55000: cannot shrink the rate limit counters to 20000 slots/,
 	'shrinking below the slots in use is refused');
-like($stderr, qr/DETAIL:  Counters take \d+ of the 40000 slots now\./, 'and says how many are in use');
+like($stderr, qr/DETAIL:  Live counters take \d+ of the 40000 slots now\./, 'and says how many are in use');
 
 $node->stop;
 done_testing();

@@ -15,14 +15,18 @@
 # (storage = shmem), runs the shared-memory rows again, and the table of
 # counters is resized there: how long a resize of 100,000 live counters
 # takes, and the calls' rate while the table is resized once a second.
+# A third server, preloaded as the first, has an aged table of counters
+# (see age_table below): its rows show what a server that has run for a
+# long time answers at, beside the fresh ones, and the goals table compares
+# the figures of issue 22 with their goals, fresh and aged.
 #
 # Every figure is the median of BENCH_RUNS runs; the runs of different rows
 # are interleaved so that a slow moment of the machine does not land on one
 # row.  Ratios compare rows of this run only.
 source "$(dirname "$0")/../scripts/lib.sh"
 
-RUNS=${BENCH_RUNS:-5}
-SECONDS_PER_RUN=${BENCH_SECONDS:-3}
+RUNS=${BENCH_RUNS:-3}
+SECONDS_PER_RUN=${BENCH_SECONDS:-2}
 CLIENT_COUNTS=${BENCH_CLIENTS:-"8 32"}
 REDIS_PORT=${BENCH_REDIS_PORT:-6399}
 KEYS=10000
@@ -34,28 +38,27 @@ dir=$(fw_private_dir)
 cleanup() {
     redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
     fw_cluster_stop "$dir/dynamic"
+    fw_cluster_stop "$dir/aged"
     fw_cluster_stop "$dir"
     rm -rf "$dir"
 }
 trap cleanup EXIT
 
-# The server without preload: its own socket directory, the same port.
+# Three servers, each with its own socket directory and the same port: the
+# first preloads the library; the second does not, and keeps counters in
+# dynamic shared memory; the third is preloaded as the first, and its table
+# of counters is aged (age_table).  They hold the same slots.
+common=("fixed_window.max_counters = 200000" "fixed_window.database_share = 100"
+        "fixed_window.role_share = 100" "max_connections = 100")
+preloaded=("shared_preload_libraries = 'fixed_window'" "${common[@]}" "shared_buffers = 256MB")
 dyn=$dir/dynamic
-mkdir -p "$dyn"; [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$dyn"
-fw_cluster_start "$dyn" \
-    "fixed_window.storage = shmem" \
-    "fixed_window.max_counters = 200000" \
-    "fixed_window.database_share = 100" \
-    "fixed_window.role_share = 100" \
-    "max_connections = 100"
+aged=$dir/aged
+mkdir -p "$dyn" "$aged"; [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$dyn" "$aged"
+fw_cluster_start "$dyn" "fixed_window.storage = shmem" "${common[@]}"
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
-fw_cluster_start "$dir" \
-    "shared_preload_libraries = 'fixed_window'" \
-    "fixed_window.max_counters = 200000" \
-    "fixed_window.database_share = 100" \
-    "fixed_window.role_share = 100" \
-    "max_connections = 100" \
-    "shared_buffers = 256MB"
+fw_cluster_start "$aged" "${preloaded[@]}"
+fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
+fw_cluster_start "$dir" "${preloaded[@]}"
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" \
     -c "SELECT fw_define('policy1', 1000000000, '1 hour')" \
     -c "SELECT fw_define('policy2', 1000000000, '1 hour'), fw_define('policy2', 1000000000, '1 minute')" >/dev/null
@@ -82,12 +85,41 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 redis_sha=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$FW_ROOT/bench/redis_fixed_window.lua")")
 
+# Age the table of counters of a server as months of service would: 540,000
+# keys whose 1-second windows ended long ago, three times the slots the table
+# has, so that it filled and was reclaimed; then the keys of the rows (those
+# of the pgbench rows, the hot one and the bulk query's, in random order);
+# then 80,000 more short-lived keys, whose windows ended too, created after
+# the live counters and so in the hash chains in front of them.
+age_table() {
+    local round
+    for round in 1 2 3 4; do
+        [ $round = 4 ] && PGHOST=$aged fw_as_user psql -X -q -c "SELECT count(*) FROM
+            (SELECT 'bench' AS name, k::text AS key, 1000000000 AS rate FROM generate_series(1, $KEYS) k
+             UNION ALL SELECT 'bench', 'hot', 1000000000
+             UNION ALL SELECT 'bulk', k::text, 1000000 FROM generate_series(0, 99999) k
+             ORDER BY random()) s WHERE (fw_limit(name, key, rate, '1 hour')).ok" >/dev/null
+        PGHOST=$aged fw_as_user psql -X -q \
+            -c "SET fixed_window.debug_now = '2000-01-01 00:0$round:00+00'" \
+            -c "SELECT count(*) FROM generate_series(1, $(( round < 4 ? 180000 : 80000 ))) g
+                WHERE (fw_limit('churn', '$round.' || g, 1, '1 second')).ok" >/dev/null
+    done
+}
+fw_log "aging the table of the third server"
+age_table
+
 scripts=$dir/scripts
 mkdir -p "$scripts"
 write_script() { printf '%s\n' "$2" >"$scripts/$1.sql"; }
 write_script select1 'SELECT 1;'
 write_script param "\\set k random(1, $KEYS)
 SELECT :k::text;"
+# The floors the goals of issue 22 name: a function returning a row for a
+# key, and a key parameter's test.
+write_script upper_row "\\set k random(1, $KEYS)
+SELECT * FROM upper(:k::text);"
+write_script is_not_null "\\set k random(1, $KEYS)
+SELECT (:k::text) IS NOT NULL;"
 # fw_limit answers as the recipe and Redis do, with the decision alone; one
 # row shows the cost of all four columns through SELECT * FROM.
 for storage in shmem table; do
@@ -142,8 +174,10 @@ tps() {
             local storage=shmem db=postgres host=$dir script=$row
             [[ $row = table_* ]] && storage=table
             [[ $row = router_* ]] && db=router
-            # dyn_*: the same script on the server without preload
+            # dyn_*, aged_*: the same script on the server without preload,
+            # on the aged server
             [[ $row = dyn_* ]] && host=$dyn script=shmem_${row#dyn_}
+            [[ $row = aged_* ]] && host=$aged script=shmem_${row#aged_}
             # a failed run shows why: pgbench's errors, then the server's
             if ! PGHOST=$host PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
                 pgbench -n -M prepared -c "$clients" -j 2 -T "$SECONDS_PER_RUN" \
@@ -162,12 +196,13 @@ query_ms() {
     local storage=shmem host=$dir script=$1
     [ "$1" = bulk_table ] && storage=table
     [ "$1" = bulk_dyn ] && host=$dyn script=bulk_shmem
+    [ "$1" = bulk_aged ] && host=$aged script=bulk_shmem
     PGHOST=$host PGOPTIONS="-c fixed_window.storage=$storage" fw_as_user \
         psql -X -q -c '\timing on' -f "$scripts/$script.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param shmem_random dyn_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row shmem_hot dyn_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
-BULK_ROWS="bulk_hashtext bulk_shmem bulk_dyn bulk_table"
+TPS_ROWS="select1 param upper_row is_not_null shmem_random dyn_random aged_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row aged_random_row shmem_hot dyn_hot aged_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+BULK_ROWS="bulk_hashtext bulk_shmem bulk_dyn bulk_aged bulk_table"
 
 # Resizing on the server without preload, with 100,000 live counters: the
 # milliseconds of each resize (alternately to 250,000 and 200,000 slots),
@@ -263,7 +298,7 @@ override_costs() {
 
 declare -A samples
 fw_log "warming up"
-for row in $TPS_ROWS; do tps "$row" 8 >/dev/null; done
+for row in $TPS_ROWS; do SECONDS_PER_RUN=1 tps "$row" 8 >/dev/null; done
 for row in $BULK_ROWS; do query_ms "$row" >/dev/null; done
 
 for run in $(seq "$RUNS"); do
@@ -309,6 +344,12 @@ label() {
     case $1 in
         select1) echo '`SELECT 1` (the floor)' ;;
         param) echo 'the floor with a random key parameter: `SELECT :k::text`' ;;
+        upper_row) echo 'a function'"'"'s row for a random key: `SELECT * FROM upper(:k::text)`' ;;
+        is_not_null) echo 'a random key parameter tested: `SELECT (:k::text) IS NOT NULL`' ;;
+        aged_random) echo 'fw_limit, shared memory, aged table, 10,000 random keys' ;;
+        aged_random_row) echo 'the same, aged table, all four columns' ;;
+        aged_hot) echo 'fw_limit, shared memory, aged table, one hot key' ;;
+        bulk_aged) echo 'fw_limit, shared memory, aged table' ;;
         shmem_random) echo 'fw_limit, shared memory, 10,000 random keys' ;;
         policy_one) echo 'named fw_limit, one-window policy, shared memory, 10,000 random keys' ;;
         policy_two) echo 'named fw_limit, two-window policy, shared memory, 10,000 random keys' ;;
@@ -354,10 +395,18 @@ ratio_table() {
 pg_version=$(fw_as_user psql -X -At -c 'SHOW server_version')
 redis_version=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+commit=$(git -C "$FW_ROOT" describe --always --dirty 2>/dev/null || echo 'not a git checkout')
+# goal_row LABEL FRESH AGED BASE GOAL: a goal of issue 22, fresh and aged
+# (AGED may be -), the ratio of each to BASE at 8 clients.
+goal_row() {
+    local aged_ratio=''
+    [ "$3" != - ] && aged_ratio=$(ratio "$(med "$3.8")" "$(med "$4.8")")
+    echo "| $1 | $(ratio "$(med "$2.8")" "$(med "$4.8")") | $aged_ratio | $5 |"
+}
 {
     echo "# fixed_window benchmark"
     echo
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores ($cpu), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo);" \
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); commit $commit; $(nproc) cores ($cpu), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo);" \
          "PostgreSQL $pg_version; Redis $redis_version. Median of $RUNS runs of ${SECONDS_PER_RUN} s;" \
          "pgbench -M prepared -j 2, redis-benchmark --threads 2, no pipelining; client and server share the cores."
     echo
@@ -376,6 +425,14 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
         done
         echo "$line"
     done
+    echo
+    echo "| goals (8 clients; aged: the third server's table, see bench/run.sh) | fresh | aged | goal |"
+    echo "|---|---:|---:|---:|"
+    echo "| 1,000,000 calls in one query / the same with \`hashtext()\` | $(ratio "$(med bulk_shmem)" "$(med bulk_hashtext)") | $(ratio "$(med bulk_aged)" "$(med bulk_hashtext)") | ≤ 2.0 |"
+    goal_row '`SELECT * FROM fw_limit(...)` / `SELECT * FROM upper(:k)`' shmem_random_row aged_random_row upper_row '≥ 0.95'
+    goal_row 'one hot key / `SELECT (:k::text) IS NOT NULL`' shmem_hot aged_hot is_not_null '≥ 0.95'
+    goal_row 'table backend / PL/pgSQL recipe, 10,000 random keys' table_random - recipe_random '≥ 1.5'
+    goal_row 'fw_limit through the router / fw_limit called directly' router_random - shmem_random '≥ 0.4'
     echo
     ratio_table "shared memory without preload" \
         "no preload / preloaded, 10,000 random keys|dyn_random|shmem_random" \

@@ -115,6 +115,20 @@ fwsettings_clock_now(void)
 	return GetCurrentTimestamp();
 }
 
+/*
+ * A time no later than the real clock, to judge which counters may be
+ * forgotten: now, as fwsettings_clock_now read it, or the real time when
+ * fixed_window.debug_now lies ahead of it, so that a session whose clock
+ * is set ahead never forgets live counters.
+ */
+TimestampTz
+fwsettings_clock_no_later(TimestampTz now)
+{
+	if (fw_debug_now_set)
+		return Min(now, GetCurrentTimestamp());
+	return now;
+}
+
 void
 fwsettings_define(void)
 {

@@ -37,6 +37,7 @@ extern int	fw_role_share;
 extern void fwsettings_define(void);
 extern uint32 fwsettings_share_of(uint32 total, int share);
 extern TimestampTz fwsettings_clock_now(void);
+extern TimestampTz fwsettings_clock_no_later(TimestampTz now);
 extern TimestampTz fwsettings_displayable_time(int64 t);
 
 #endif							/* FW_SETTINGS_H */

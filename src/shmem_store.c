@@ -9,9 +9,10 @@
  * shared_preload_libraries, sized by fixed_window.max_counters.  After the
  * segment's header (FwSegment), it holds three parts:
  *
- *	- FwShared: the locks, the free list, the reclaim hint and the slots
+ *	- FwShared: the locks, the free slots' count, the reclaim hint and the slots
  *	  each database and each role holds;
  *	- buckets[], the head slot of each hash chain (a power of two of them);
+ *	- the free slots' bits (fwshmem_free_take);
  *	- slots[], an array of FW_SLOT_SIZE-byte slots.
  *
  * A counter takes one slot, holding its state and the first
@@ -19,7 +20,7 @@
  * continue in overflow slots chained from the counter.  Identity is the
  * exact (database, name, key) triple: the hash only chooses the chain.
  * Slots are addressed by index, so the table has no pointers and no
- * allocator of its own beyond the free list, and means the same in every
+ * allocator of its own beyond the free slots' bits, and means the same in every
  * backend, wherever each maps the segment.
  *
  * Growing (fwshmem_resize).  A table never changes size: a bigger one, in
@@ -63,7 +64,7 @@
  *	  retries, then reclaims, so that while one backend reclaims the others
  *	  wait and then find the slots it freed.
  *	- the mutex (a spinlock): held for a few instructions to move slots on
- *	  or off the free list and change the counts that go with them.
+ *	  in or out of the free slots and change the counts that go with them.
  *
  * Order: the registry's lock (segment.c), taken only to replace the table,
  * before the admin lock before partition locks before the mutex.  A call
@@ -79,7 +80,7 @@
  *					set while its admin lock and every partition lock are
  *					held, never cleared: a backend holding any of them reads
  *					it true only if the table was replaced
- *	FwShared.free_head, nfree
+ *	FwShared.free_hint, nfree, the free slots' bits
  *					mutex
  *	FwShared.reclaim_after
  *					an atomic: lowered by any call (compare and exchange),
@@ -110,6 +111,7 @@
 #include <sys/stat.h>
 
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "port/pg_crc32c.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -183,7 +185,7 @@ typedef struct FwOverflow
 typedef union FwSlot
 {
 	FwCounter	counter;
-	FwOverflow	overflow;		/* also the link of a free slot */
+	FwOverflow	overflow;
 	char		bytes[FW_SLOT_SIZE];
 } FwSlot;
 
@@ -220,7 +222,7 @@ typedef struct FwShared
 	uint32		nbuckets;		/* a power of two, >= FW_NUM_PARTITIONS */
 	uint32		nslots;
 	slock_t		mutex;
-	uint32		free_head;
+	uint32		free_hint;		/* no free slot before word 64 * free_hint */
 	uint32		nfree;
 	pg_atomic_uint64 reclaim_after; /* an int64: no counter is reclaimable
 									 * before this */
@@ -232,6 +234,8 @@ typedef struct FwShared
 static FwSegment *fw_segment = NULL;
 static FwShared *fw_shared = NULL;
 static uint32 *fw_buckets = NULL;
+static uint64 *fw_free_words = NULL;
+static uint64 *fw_free_summary = NULL;
 static FwSlot *fw_slots = NULL;
 
 /* What the last allocation that found no room saw, for its error. */
@@ -311,11 +315,29 @@ fwshmem_buckets_offset(void)
 	return add_size(fwshmem_shared_offset(), MAXALIGN(sizeof(FwShared)));
 }
 
+/* The free slots' bits: a word per 64 slots, a summary bit per word. */
+#define FW_FREE_WORDS(nslots)	(((nslots) + 63) / 64)
+#define FW_SUMMARY_WORDS(nslots)	((FW_FREE_WORDS(nslots) + 63) / 64)
+
 static Size
-fwshmem_slots_offset(uint32 nslots)
+fwshmem_free_words_offset(uint32 nslots)
 {
 	return add_size(fwshmem_buckets_offset(),
 					MAXALIGN(mul_size(fwshmem_bucket_count(nslots), sizeof(uint32))));
+}
+
+static Size
+fwshmem_free_summary_offset(uint32 nslots)
+{
+	return add_size(fwshmem_free_words_offset(nslots),
+					mul_size(FW_FREE_WORDS(nslots), sizeof(uint64)));
+}
+
+static Size
+fwshmem_slots_offset(uint32 nslots)
+{
+	return add_size(fwshmem_free_summary_offset(nslots),
+					mul_size(FW_SUMMARY_WORDS(nslots), sizeof(uint64)));
 }
 
 static Size
@@ -333,11 +355,15 @@ fwshmem_use(FwSegment *segment)
 	fw_segment = segment;
 	fw_shared = NULL;
 	fw_buckets = NULL;
+	fw_free_words = NULL;
+	fw_free_summary = NULL;
 	fw_slots = NULL;
 	if (segment != NULL)
 	{
 		fw_shared = (FwShared *) ((char *) segment + fwshmem_shared_offset());
 		fw_buckets = (uint32 *) ((char *) segment + fwshmem_buckets_offset());
+		fw_free_words = (uint64 *) ((char *) segment + fwshmem_free_words_offset(fw_shared->nslots));
+		fw_free_summary = (uint64 *) ((char *) segment + fwshmem_free_summary_offset(fw_shared->nslots));
 		fw_slots = (FwSlot *) ((char *) segment + fwshmem_slots_offset(fw_shared->nslots));
 	}
 	/* entries of databases[] and roles[] are the table's */
@@ -352,7 +378,46 @@ fwshmem_retired(void)
 	return pg_atomic_read_u32(&fw_segment->retired) != 0;
 }
 
-/* Empty the table: every bucket empty, every slot on the free list. */
+/*
+ * Free slots, under the mutex: a bit per slot, set while it is free, in
+ * words of 64, and a summary bit per word, set while the word has a free
+ * slot.  A new counter takes the lowest free slots, so that the live
+ * counters stay packed at the start of the table whatever was reclaimed:
+ * a table that has served many short-lived keys is as compact as a new
+ * one, and calls touch as few pages and cache lines.
+ */
+static void
+fwshmem_free_put(uint32 slot)
+{
+	uint32		word = slot / 64;
+
+	if (fw_free_words[word] == 0)
+		fw_free_summary[word / 64] |= UINT64CONST(1) << (word % 64);
+	fw_free_words[word] |= UINT64CONST(1) << (slot % 64);
+	fw_shared->free_hint = Min(fw_shared->free_hint, word / 64);
+}
+
+/* Take the lowest free slot; there is one (nfree counted it). */
+static uint32
+fwshmem_free_take(void)
+{
+	uint32		summary = fw_shared->free_hint;
+	uint32		word;
+	uint32		bit;
+
+	while (fw_free_summary[summary] == 0)
+		summary++;
+	Assert(summary < FW_SUMMARY_WORDS(fw_shared->nslots));
+	fw_shared->free_hint = summary;
+	word = summary * 64 + pg_rightmost_one_pos64(fw_free_summary[summary]);
+	bit = pg_rightmost_one_pos64(fw_free_words[word]);
+	fw_free_words[word] &= ~(UINT64CONST(1) << bit);
+	if (fw_free_words[word] == 0)
+		fw_free_summary[summary] &= ~(UINT64CONST(1) << (word % 64));
+	return word * 64 + bit;
+}
+
+/* Empty the table: every bucket empty, every slot free. */
 static void
 fwshmem_clear(void)
 {
@@ -360,9 +425,11 @@ fwshmem_clear(void)
 
 	for (i = 0; i < fw_shared->nbuckets; i++)
 		fw_buckets[i] = FW_NIL;
+	memset(fw_free_words, 0, FW_FREE_WORDS(fw_shared->nslots) * sizeof(uint64));
+	memset(fw_free_summary, 0, FW_SUMMARY_WORDS(fw_shared->nslots) * sizeof(uint64));
 	for (i = 0; i < fw_shared->nslots; i++)
-		fw_slots[i].overflow.next = (i + 1 < fw_shared->nslots) ? i + 1 : FW_NIL;
-	fw_shared->free_head = 0;
+		fwshmem_free_put(i);
+	fw_shared->free_hint = 0;
 	fw_shared->nfree = fw_shared->nslots;
 	pg_atomic_init_u64(&fw_shared->reclaim_after, (uint64) PG_INT64_MIN);
 	memset(fw_shared->databases, 0, sizeof(fw_shared->databases));
@@ -560,8 +627,8 @@ fwshmem_slots_needed(int len)
 /*
  * Whether n slots are free for a counter of these owners, within the shares
  * of its database and its role, and, when take is true, take them off the
- * free list, linked to each other through overflow.next: *first is set to
- * the first.  The mutex is held only to reserve them and then to pop one
+ * free slots, linked to each other through overflow.next: *first is set to
+ * the first.  The mutex is held only to reserve them and then to take one
  * slot at a time.  *moved is set when an owner's entry was taken for
  * another database or role since it was found: find them again and retry.
  */
@@ -622,8 +689,7 @@ fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, 
 		uint32		slot;
 
 		SpinLockAcquire(&fw_shared->mutex);
-		slot = fw_shared->free_head;
-		fw_shared->free_head = fw_slots[slot].overflow.next;
+		slot = fwshmem_free_take();
 		SpinLockRelease(&fw_shared->mutex);
 
 		/* build the chain backwards, so that *first heads it */
@@ -639,17 +705,17 @@ fwshmem_free_slots(uint32 slot)
 {
 	uint32		database = fw_slots[slot].counter.database;
 	uint32		role = fw_slots[slot].counter.role;
-	uint32		last;
+	uint32		next = fw_slots[slot].counter.overflow;
 	uint32		n = 1;
 
-	/* chain the counter's own slot to its overflow slots, then free them */
-	fw_slots[slot].overflow.next = fw_slots[slot].counter.overflow;
-	for (last = slot; fw_slots[last].overflow.next != FW_NIL; last = fw_slots[last].overflow.next)
-		n++;
-
 	SpinLockAcquire(&fw_shared->mutex);
-	fw_slots[last].overflow.next = fw_shared->free_head;
-	fw_shared->free_head = slot;
+	fwshmem_free_put(slot);
+	for (; next != FW_NIL; n++)
+	{
+		slot = next;
+		next = fw_slots[slot].overflow.next;
+		fwshmem_free_put(slot);
+	}
 	fw_shared->nfree += n;
 	fw_shared->databases[database].slots -= n;
 	fw_shared->roles[role].slots -= n;
@@ -764,19 +830,53 @@ fwshmem_counter_text(FwCounter *counter, FwTextOp op, const FwIdentity *id, char
 	return true;
 }
 
+/* Unlink a counter from its bucket and give its slots back. */
+static void
+fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev)
+{
+	if (prev == FW_NIL)
+		fw_buckets[bucket] = fw_slots[slot].counter.next;
+	else
+		fw_slots[prev].counter.next = fw_slots[slot].counter.next;
+	fwshmem_free_slots(slot);
+}
+
+/*
+ * Whether a counter answers as no counter would from time t on: its window
+ * ended by then, and it does not roll tokens over (see fwshmem_reclaim).
+ * The last call's rate and capacity stand for the next one's: if that one
+ * has rollover, forgetting the counter gives it rate tokens, fewer than it
+ * would have had, which only under-admits.
+ */
+static inline bool
+fwshmem_forgettable(const FwCounter *counter, int64 t)
+{
+	return counter->data.window_end <= t && counter->data.capacity <= counter->data.rate;
+}
+
 /*
  * The counter of id in its bucket, or FW_NIL; *prev is set to the counter
  * before it in the chain (FW_NIL if first), for unlinking.
+ *
+ * With the partition lock held exclusively, a call passes prune_before, a
+ * time no later than the real clock: the other counters it meets that are
+ * forgettable then (and not among the nkeep slots of keep, which the call
+ * found already) are unlinked on the way, so that chains do not keep
+ * counters of keys that come no more until a reclaim needs their slots.
+ * PG_INT64_MIN prunes nothing.
  */
 static uint32
-fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
+fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev, int64 prune_before,
+			 const uint32 *keep, int nkeep)
 {
-	uint32		slot;
+	uint32		slot = fw_buckets[bucket];
 
 	*prev = FW_NIL;
-	for (slot = fw_buckets[bucket]; slot != FW_NIL; slot = fw_slots[slot].counter.next)
+	while (slot != FW_NIL)
 	{
 		FwCounter  *counter = &fw_slots[slot].counter;
+		uint32		next = counter->next;
+		int			i;
 
 		if (counter->hash == id->hash &&
 			counter->dbid == id->dbid &&
@@ -784,7 +884,13 @@ fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev)
 			counter->key_len == id->key_len &&
 			fwshmem_counter_text(counter, FW_TEXT_COMPARE, id, NULL))
 			return slot;
-		*prev = slot;
+		for (i = 0; i < nkeep && keep[i] != slot; i++)
+			;
+		if (i == nkeep && fwshmem_forgettable(counter, prune_before))
+			fwshmem_unlink(bucket, slot, *prev);
+		else
+			*prev = slot;
+		slot = next;
 	}
 	return FW_NIL;
 }
@@ -816,17 +922,6 @@ fwshmem_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint
 	counter->next = fw_buckets[bucket];
 	fw_buckets[bucket] = *slot;
 	return FW_APPLY_OK;
-}
-
-/* Unlink a counter from its bucket and give its slots back. */
-static void
-fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev)
-{
-	if (prev == FW_NIL)
-		fw_buckets[bucket] = fw_slots[slot].counter.next;
-	else
-		fw_slots[prev].counter.next = fw_slots[slot].counter.next;
-	fwshmem_free_slots(slot);
 }
 
 /* A counter may become reclaimable before the others: lower the hint. */
@@ -893,6 +988,8 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 	LWLockMode	mode = (call->mode == FW_MODE_CHECK) ? LW_SHARED : LW_EXCLUSIVE;
 	FwApplyResult result;
 	uint32		needed = 0;
+	TimestampTz now;
+	int64		prune_before = PG_INT64_MIN;
 	int			nlocks;
 	int			i;
 
@@ -908,12 +1005,15 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 		return FW_APPLY_RETIRED;
 	}
 
+	now = fwsettings_clock_now();
+	if (mode == LW_EXCLUSIVE)
+		prune_before = fwsettings_clock_no_later(now);
 	for (i = 0; i < call->n; i++)
 	{
 		uint32		prev;
 
 		found[i] = NULL;
-		slots[i] = fwshmem_find(buckets[i], &call->ids[i], &prev);
+		slots[i] = fwshmem_find(buckets[i], &call->ids[i], &prev, prune_before, slots, i);
 		if (slots[i] != FW_NIL)
 		{
 			FwCounterData *data = &fw_slots[slots[i]].counter.data;
@@ -925,7 +1025,7 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 		}
 	}
 
-	result = fwdecide_call(call, found, fwsettings_clock_now(), outcome);
+	result = fwdecide_call(call, found, now, outcome);
 
 	/* the counters a spending call creates (see FwOutcome) */
 	for (i = 0; result == FW_APPLY_OK && i < call->n; i++)
@@ -961,7 +1061,7 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 			{
 				uint32		prev;
 
-				(void) fwshmem_find(buckets[i], &call->ids[i], &prev);
+				(void) fwshmem_find(buckets[i], &call->ids[i], &prev, PG_INT64_MIN, NULL, 0);
 				fwshmem_unlink(buckets[i], slots[i], prev);
 			}
 			continue;
@@ -1172,7 +1272,7 @@ fwshmem_remove(const FwIdentity *id)
 		if (!fwshmem_attach(false))
 			return false;
 	}
-	slot = fwshmem_find(bucket, id, &prev);
+	slot = fwshmem_find(bucket, id, &prev, PG_INT64_MIN, NULL, 0);
 	if (slot != FW_NIL)
 		fwshmem_unlink(bucket, slot, prev);
 	LWLockRelease(lock);
@@ -1297,7 +1397,7 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 		 * fixed_window.debug_now lies ahead cannot reclaim live counters.
 		 */
 		if (fwdecide_no_room(result) &&
-			fwshmem_reclaim(Min(outcome->decisions[0].now, GetCurrentTimestamp())) > 0)
+			fwshmem_reclaim(fwsettings_clock_no_later(outcome->decisions[0].now)) > 0)
 		{
 			fwshmem_my_owners(&owners);
 			result = fwshmem_apply_owned(call, &owners, outcome);

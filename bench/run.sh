@@ -95,9 +95,10 @@ age_table() {
     local round
     for round in 1 2 3 4; do
         [ $round = 4 ] && PGHOST=$aged fw_as_user psql -X -q -c "SELECT count(*) FROM
-            (SELECT 'bench' AS name, k::text AS key, 1000000000 AS rate FROM generate_series(1, $KEYS) k
-             UNION ALL SELECT 'bench', 'hot', 1000000000
-             UNION ALL SELECT 'bulk', k::text, 1000000 FROM generate_series(0, 99999) k
+            (SELECT * FROM (SELECT 'bench' AS name, k::text AS key, 1000000000 AS rate
+                            FROM generate_series(1, $KEYS) k
+                            UNION ALL SELECT 'bench', 'hot', 1000000000
+                            UNION ALL SELECT 'bulk', k::text, 1000000 FROM generate_series(0, 99999) k) u
              ORDER BY random()) s WHERE (fw_limit(name, key, rate, '1 hour')).ok" >/dev/null
         PGHOST=$aged fw_as_user psql -X -q \
             -c "SET fixed_window.debug_now = '2000-01-01 00:0$round:00+00'" \

@@ -16,6 +16,13 @@
  * The table has twice as many places as entries, found by linear probing
  * from the key's hash, so that a search stops at an empty place soon.
  *
+ * A backend counts its calls in memory of its own first (FwStatsPending) and
+ * adds them to the shared entries when its transaction ends, committed or
+ * not, before it reads fw_stats or resets them, and before it exits: a
+ * call does not touch the shared table, whose lock and entries every
+ * backend would otherwise write at each call.  Other sessions see a
+ * transaction's calls when it ends, as they see its rows.
+ *
  * Locking.  One LWLock: shared to find an entry and count into it (the
  * counts are atomics, so any number of backends count at once), exclusive
  * to add or remove entries.  Removal happens only under the exclusive lock,
@@ -35,9 +42,11 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "storage/ipc.h"
 #include "storage/lwlock.h"
 
 #include "segment.h"
@@ -82,6 +91,28 @@ typedef struct FwStats
 } FwStats;
 
 static FwStats *fw_stats = NULL;
+
+/*
+ * Calls counted in this backend and not yet added to the shared entries,
+ * by (database, name); a name beyond FW_STATS_PENDING ones adds them first.
+ */
+#define FW_STATS_PENDING	8
+
+typedef struct FwStatsPending
+{
+	FwStatsKey	key;
+	uint64		calls;
+	uint64		allowed;
+	uint64		denied;
+	uint64		shadow_denied;
+	TimestampTz last_denied_at; /* of the last denial counted here */
+	TimestampTz first_at;		/* the first call's time: a new entry's since */
+} FwStatsPending;
+
+static FwStatsPending fw_pending[FW_STATS_PENDING];
+static int	fw_npending = 0;
+static int	fw_last_pending = 0;	/* where the last call was counted */
+static bool fw_pending_callbacks = false;
 
 /* Keys hash and compare on their first name_len bytes of name only. */
 static uint32
@@ -136,14 +167,37 @@ fwstats_attach(bool create)
 	return fw_stats != NULL;
 }
 
+static void fwstats_flush(void);
+
+/* Add what this backend counted when its transaction ends, and at exit. */
+static void
+fwstats_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE)
+		fwstats_flush();
+}
+
+static void
+fwstats_exit_callback(int code, Datum arg)
+{
+	fwstats_flush();
+}
+
 /*
  * Map the statistics, creating them if need be: before a call spends, so
- * that it cannot fail after spending for want of a segment.
+ * that it cannot fail after spending for want of a segment, nor when its
+ * counts are added at the end of the transaction (fwstats_flush).
  */
 void
 fwstats_open(void)
 {
 	(void) fwstats_attach(true);
+	if (!fw_pending_callbacks)
+	{
+		RegisterXactCallback(fwstats_xact_callback, NULL);
+		before_shmem_exit(fwstats_exit_callback, (Datum) 0);
+		fw_pending_callbacks = true;
+	}
 }
 
 /*
@@ -191,7 +245,7 @@ fwstats_named_in(Oid dbid)
 }
 
 static FwStatsEntry *
-fwstats_add(const FwStatsKey *key)
+fwstats_add(const FwStatsKey *key, TimestampTz since)
 {
 	FwStatsEntry *entry = fwstats_search(key, true);
 
@@ -204,7 +258,7 @@ fwstats_add(const FwStatsKey *key)
 		pg_atomic_init_u64(&entry->denied, 0);
 		pg_atomic_init_u64(&entry->shadow_denied, 0);
 		pg_atomic_init_u64(&entry->last_denied_at, 0);
-		pg_atomic_init_u64(&entry->since, (uint64) fwsettings_clock_now());
+		pg_atomic_init_u64(&entry->since, (uint64) since);
 		entry->database_bound = 0;
 		if (key->name_len != FW_STATS_OVERFLOW)
 			fw_stats->named++;
@@ -217,7 +271,7 @@ fwstats_add(const FwStatsKey *key)
  * may not have one, its database's overflow entry.
  */
 static FwStatsEntry *
-fwstats_enter(const FwStatsKey *key)
+fwstats_enter(const FwStatsKey *key, TimestampTz since)
 {
 	FwStatsEntry *entry = fwstats_search(key, false);
 	FwStatsKey	overflow;
@@ -228,10 +282,10 @@ fwstats_enter(const FwStatsKey *key)
 		return entry;
 	database_bound = fwstats_named_in(key->dbid) >= database_limit;
 	if (fw_stats->named < FW_MAX_STATS && !database_bound &&
-		(entry = fwstats_add(key)) != NULL)
+		(entry = fwstats_add(key, since)) != NULL)
 		return entry;
 	fwstats_key_init(&overflow, key->dbid, NULL, FW_STATS_OVERFLOW);
-	entry = fwstats_add(&overflow);
+	entry = fwstats_add(&overflow, since);
 	if (entry != NULL)
 		entry->database_bound = database_bound ? database_limit : 0;
 	return entry;
@@ -260,44 +314,100 @@ fwstats_overflow(Oid dbid)
 
 /*
  * Count one fw_limit call answered from shared memory, under the name of
- * its limit or policy (id's name up to a zero byte), at decision->now.
+ * its limit or policy (id's name up to a zero byte), at decision->now: in
+ * this backend until fwstats_flush.  fwstats_open was called before.
  */
 void
 fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
 {
-	FwStatsKey	key;
-	FwStatsEntry *entry;
+	FwStatsPending *pending = &fw_pending[fw_last_pending];
 
-	if (!fwstats_attach(true))
-		return;
-	fwstats_key_init(&key, id->dbid, id->name, id->name_len);
+	if (fw_last_pending >= fw_npending || pending->key.dbid != id->dbid ||
+		pending->key.name_len != id->name_len ||
+		memcmp(pending->key.name, id->name, id->name_len) != 0)
+	{
+		int			i;
 
-	LWLockAcquire(&fw_stats->lock, LW_SHARED);
-	entry = fwstats_search(&key, false);
-	if (entry == NULL)
-		entry = fwstats_overflow(id->dbid);
-	if (entry == NULL)
-	{
-		/* a name seen for the first time: add it */
-		LWLockRelease(&fw_stats->lock);
-		LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
-		entry = fwstats_enter(&key);
-	}
-	/* NULL only beyond FW_MAX_DATABASES databases with full statistics */
-	if (entry != NULL)
-	{
-		pg_atomic_fetch_add_u64(&entry->calls, 1);
-		if (verdict->shadow_denied)
-			pg_atomic_fetch_add_u64(&entry->shadow_denied, 1);
-		if (verdict->ok)
-			pg_atomic_fetch_add_u64(&entry->allowed, 1);
-		else
+		for (i = 0; i < fw_npending; i++)
+			if (fw_pending[i].key.dbid == id->dbid && fw_pending[i].key.name_len == id->name_len &&
+				memcmp(fw_pending[i].key.name, id->name, id->name_len) == 0)
+				break;
+		if (i == FW_STATS_PENDING)
 		{
-			pg_atomic_fetch_add_u64(&entry->denied, 1);
-			pg_atomic_write_u64(&entry->last_denied_at, (uint64) decision->now);
+			fwstats_flush();
+			i = 0;
 		}
+		if (i == fw_npending)
+		{
+			pending = &fw_pending[fw_npending++];
+			memset(pending, 0, sizeof(FwStatsPending));
+			fwstats_key_init(&pending->key, id->dbid, id->name, id->name_len);
+			pending->first_at = decision->now;
+		}
+		fw_last_pending = i;
+		pending = &fw_pending[i];
 	}
-	LWLockRelease(&fw_stats->lock);
+
+	pending->calls++;
+	if (verdict->shadow_denied)
+		pending->shadow_denied++;
+	if (verdict->ok)
+		pending->allowed++;
+	else
+	{
+		pending->denied++;
+		pending->last_denied_at = decision->now;
+	}
+}
+
+/*
+ * Add the calls counted in this backend to the shared entries.  Raises no
+ * error, since it runs when a transaction has ended: the segment was mapped
+ * before the calls were counted (fwstats_open), and nothing is allocated.
+ */
+static void
+fwstats_flush(void)
+{
+	int			i;
+
+	if (fw_npending == 0 || fw_stats == NULL)
+	{
+		fw_npending = 0;
+		return;
+	}
+	for (i = 0; i < fw_npending; i++)
+	{
+		FwStatsPending *pending = &fw_pending[i];
+		FwStatsEntry *entry;
+
+		LWLockAcquire(&fw_stats->lock, LW_SHARED);
+		entry = fwstats_search(&pending->key, false);
+		if (entry == NULL)
+			entry = fwstats_overflow(pending->key.dbid);
+		if (entry == NULL)
+		{
+			/* a name seen for the first time: add it */
+			LWLockRelease(&fw_stats->lock);
+			LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
+			entry = fwstats_enter(&pending->key, pending->first_at);
+		}
+		/* NULL only beyond FW_MAX_DATABASES databases with full statistics */
+		if (entry != NULL)
+		{
+			pg_atomic_fetch_add_u64(&entry->calls, pending->calls);
+			if (pending->shadow_denied > 0)
+				pg_atomic_fetch_add_u64(&entry->shadow_denied, pending->shadow_denied);
+			if (pending->allowed > 0)
+				pg_atomic_fetch_add_u64(&entry->allowed, pending->allowed);
+			if (pending->denied > 0)
+			{
+				pg_atomic_fetch_add_u64(&entry->denied, pending->denied);
+				pg_atomic_write_u64(&entry->last_denied_at, (uint64) pending->last_denied_at);
+			}
+		}
+		LWLockRelease(&fw_stats->lock);
+	}
+	fw_npending = 0;
 }
 
 /* Visit the statistics of a database, under the shared lock. */
@@ -306,6 +416,7 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 {
 	int			i;
 
+	fwstats_flush();
 	if (!fwstats_attach(false))
 		return;
 	LWLockAcquire(&fw_stats->lock, LW_SHARED);
@@ -371,6 +482,8 @@ fwstats_forget_database(Oid dbid)
 	uint32		nkept = 0;
 	uint32		i;
 
+	/* what this backend counted comes before a reset */
+	fwstats_flush();
 	if (!fwstats_attach(false))
 		return;
 	kept = palloc(sizeof(FwStatsEntry) * FW_STATS_ENTRIES);

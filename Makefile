@@ -63,24 +63,24 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CONFIG ?= pg_config
-# One call crosses a dozen small functions in several files (call, store,
-# shmem_store, decide, window).  Link-time optimisation inlines them into one
-# another, which it may do only if they cannot be interposed by another
-# library's symbol of the same name: about 13% of a call's time in bench
-# (docs/development.md, The build).  Used when the compiler builds a shared
-# object with these flags; FW_LTO=0 leaves them out.
-FW_LTO ?= 1
-FW_LTO_FLAGS = -flto=auto -fno-semantic-interposition
-ifeq ($(FW_LTO),1)
-ifeq ($(shell echo 'int f(void) { return 0; }' | $(shell $(PG_CONFIG) --cc 2>/dev/null) $(FW_LTO_FLAGS) \
-		-shared -fPIC -x c - -o /dev/null 2>/dev/null && echo yes),yes)
-PG_CFLAGS += $(FW_LTO_FLAGS)
-endif
-endif
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+
+# One call crosses a dozen small functions in several files (call, store,
+# shmem_store, decide, window).  Link-time optimisation inlines them into one
+# another, which it may do only if they cannot be interposed by another
+# library's symbol of the same name (docs/development.md, The build).  Used
+# when $(CC) builds a shared object with these flags; FW_LTO=0 leaves them
+# out.
+FW_LTO ?= 1
+FW_LTO_FLAGS = -flto=auto -fno-semantic-interposition
+ifeq ($(FW_LTO),1)
+ifeq ($(shell echo 'int f(void) { return 0; }' | $(CC) $(FW_LTO_FLAGS) -shared -fPIC -x c - -o /dev/null 2>/dev/null && echo yes),yes)
+override CFLAGS += $(FW_LTO_FLAGS)
+endif
+endif
 
 sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
 	{ echo "/* fixed_window--$(EXTVERSION).sql: built by make from $(notdir $^) */"; \

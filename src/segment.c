@@ -76,7 +76,16 @@
 
 #define FW_REGISTRY_NAME	"fixed_window"
 #define FW_REGISTRY_MAGIC	0x46575245	/* "FWRE" */
-#define FW_SEGMENT_MAGIC	0x46575347	/* "FWSG" */
+/*
+ * A segment's magic number is "FWS" and the version of the layout of the
+ * segments, which every change of the layout of a kind's part (FwShared,
+ * the buckets, the free slots' bits, the slots, FwStats) increments: a
+ * library installed while the server runs must not read a segment that an
+ * earlier library made, and still maps, as its own.
+ */
+#define FW_SEGMENT_LAYOUT	2
+#define FW_SEGMENT_MAGIC_MASK	0xFFFFFF00
+#define FW_SEGMENT_MAGIC	(0x46575300 | FW_SEGMENT_LAYOUT)	/* "FWS" */
 #define FW_TRANCHE_NAME		"fixed_window"
 
 typedef struct FwRegistryEntry
@@ -234,6 +243,17 @@ fwsegment_map_current(FwSegmentKind kind)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				errmsg("could not map the shared memory segment of fixed_window")));
 	segment = (FwSegment *) dsm_segment_address(mapping);
+	if (dsm_segment_map_length(mapping) >= sizeof(FwSegment) &&
+		segment->magic != FW_SEGMENT_MAGIC &&
+		(segment->magic & FW_SEGMENT_MAGIC_MASK) == (FW_SEGMENT_MAGIC & FW_SEGMENT_MAGIC_MASK))
+	{
+		dsm_detach(mapping);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("the shared memory of fixed_window was made by another version of its library"),
+				errdetail("The library was installed while the server was running, and sessions that loaded the earlier one still use that shared memory."),
+				errhint("Restart the server to use the library installed now.")));
+	}
 	if (dsm_segment_map_length(mapping) < sizeof(FwSegment) ||
 		segment->magic != FW_SEGMENT_MAGIC || segment->kind != (int32) kind ||
 		segment->generation != entry->generation)

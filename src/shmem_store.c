@@ -7,7 +7,7 @@
  * Layout.  The table is one dynamic shared memory segment (segment.c),
  * created by the first backend that needs it, with or without
  * shared_preload_libraries, sized by fixed_window.max_counters.  After the
- * segment's header (FwSegment), it holds three parts:
+ * segment's header (FwSegment), it holds four parts:
  *
  *	- FwShared: the locks, the free slots' count, the reclaim hint and the slots
  *	  each database and each role holds;
@@ -63,8 +63,9 @@
  *	  entry of databases[] or roles[], and replacing the table.  A call that finds no room takes it, then
  *	  retries, then reclaims, so that while one backend reclaims the others
  *	  wait and then find the slots it freed.
- *	- the mutex (a spinlock): held for a few instructions to move slots on
- *	  in or out of the free slots and change the counts that go with them.
+ *	- the mutex (a spinlock): held for a few instructions to move slots in
+ *	  or out of the free slots and change the counts that go with them (and
+ *	  to find the lowest free slot, a scan of at most nslots / 4096 words).
  *
  * Order: the registry's lock (segment.c), taken only to replace the table,
  * before the admin lock before partition locks before the mutex.  A call
@@ -97,7 +98,7 @@
  *	buckets[b]		the partition lock of b
  *	a counter's slots, all fields
  *					the partition lock of its bucket, while it is in a
- *					chain; a free slot's link belongs to the mutex
+ *					chain; whether a slot is free (its bit), the mutex
  *
  * The keeper reads the table under the partition locks when it saves it
  * at shutdown, although no other backend maps it by then.
@@ -397,17 +398,22 @@ fwshmem_free_put(uint32 slot)
 	fw_shared->free_hint = Min(fw_shared->free_hint, word / 64);
 }
 
-/* Take the lowest free slot; there is one (nfree counted it). */
+/*
+ * Take the lowest free slot; there is one (nfree counted it), else the
+ * bits disagree with the count and FW_NIL is returned.
+ */
 static uint32
 fwshmem_free_take(void)
 {
 	uint32		summary = fw_shared->free_hint;
+	uint32		nsummary = FW_SUMMARY_WORDS(fw_shared->nslots);
 	uint32		word;
 	uint32		bit;
 
-	while (fw_free_summary[summary] == 0)
+	while (summary < nsummary && fw_free_summary[summary] == 0)
 		summary++;
-	Assert(summary < FW_SUMMARY_WORDS(fw_shared->nslots));
+	if (summary == nsummary)
+		return FW_NIL;
 	fw_shared->free_hint = summary;
 	word = summary * 64 + pg_rightmost_one_pos64(fw_free_summary[summary]);
 	bit = pg_rightmost_one_pos64(fw_free_words[word]);
@@ -624,6 +630,10 @@ fwshmem_slots_needed(int len)
 	return 1 + (len - FW_INLINE_TEXT + FW_OVERFLOW_TEXT - 1) / FW_OVERFLOW_TEXT;
 }
 
+/* The most slots a counter takes: its longest stored name and key. */
+#define FW_MAX_COUNTER_SLOTS \
+	(1 + (FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES + FW_OVERFLOW_TEXT - 1) / FW_OVERFLOW_TEXT)
+
 /*
  * Whether n slots are free for a counter of these owners, within the shares
  * of its database and its role, and, when take is true, take them off the
@@ -691,6 +701,8 @@ fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, 
 		SpinLockAcquire(&fw_shared->mutex);
 		slot = fwshmem_free_take();
 		SpinLockRelease(&fw_shared->mutex);
+		if (slot == FW_NIL)
+			elog(PANIC, "the free slots of fixed_window's shared memory disagree with their count");
 
 		/* build the chain backwards, so that *first heads it */
 		fw_slots[slot].overflow.next = *first;
@@ -705,17 +717,23 @@ fwshmem_free_slots(uint32 slot)
 {
 	uint32		database = fw_slots[slot].counter.database;
 	uint32		role = fw_slots[slot].counter.role;
-	uint32		next = fw_slots[slot].counter.overflow;
-	uint32		n = 1;
+	uint32		slots[FW_MAX_COUNTER_SLOTS];
+	uint32		next;
+	uint32		n = 0;
+	uint32		i;
+
+	/* the slots are the caller's while it holds the partition lock */
+	slots[n++] = slot;
+	for (next = fw_slots[slot].counter.overflow; next != FW_NIL; next = fw_slots[next].overflow.next)
+	{
+		if (n == FW_MAX_COUNTER_SLOTS)
+			elog(PANIC, "a counter of fixed_window's shared memory has more overflow slots than it can");
+		slots[n++] = next;
+	}
 
 	SpinLockAcquire(&fw_shared->mutex);
-	fwshmem_free_put(slot);
-	for (; next != FW_NIL; n++)
-	{
-		slot = next;
-		next = fw_slots[slot].overflow.next;
-		fwshmem_free_put(slot);
-	}
+	for (i = 0; i < n; i++)
+		fwshmem_free_put(slots[i]);
 	fw_shared->nfree += n;
 	fw_shared->databases[database].slots -= n;
 	fw_shared->roles[role].slots -= n;
@@ -886,7 +904,7 @@ fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev, int64 prune_befo
 			return slot;
 		for (i = 0; i < nkeep && keep[i] != slot; i++)
 			;
-		if (i == nkeep && fwshmem_forgettable(counter, prune_before))
+		if (prune_before != PG_INT64_MIN && i == nkeep && fwshmem_forgettable(counter, prune_before))
 			fwshmem_unlink(bucket, slot, *prev);
 		else
 			*prev = slot;
@@ -918,6 +936,9 @@ fwshmem_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint
 	counter->key_len = (uint16) id->key_len;
 	counter->database = (uint16) owners->database;
 	counter->role = (uint16) owners->role;
+	/* live until the caller writes its state: no walk may forget it */
+	memset(&counter->data, 0, sizeof(FwCounterData));
+	counter->data.window_end = PG_INT64_MAX;
 	fwshmem_counter_text(counter, FW_TEXT_STORE, id, NULL);
 	counter->next = fw_buckets[bucket];
 	fw_buckets[bucket] = *slot;
@@ -1891,7 +1912,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 
 		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
 		/* counters whose windows ended need not move */
-		(void) fwshmem_reclaim(fwsettings_clock_now());
+		(void) fwshmem_reclaim(fwsettings_clock_no_later(fwsettings_clock_now()));
 		LWLockRelease(fwshmem_admin_lock());
 		if (!fwshmem_lock_table())
 			elog(ERROR, "the table of fixed_window was replaced while the registry was locked");

@@ -18,10 +18,14 @@
  *
  * A backend counts its calls in memory of its own first (FwStatsPending) and
  * adds them to the shared entries when its transaction ends, committed or
- * not, before it reads fw_stats or resets them, and before it exits: a
- * call does not touch the shared table, whose lock and entries every
- * backend would otherwise write at each call.  Other sessions see a
- * transaction's calls when it ends, as they see its rows.
+ * not, a second after the first call it holds, when it counts a name
+ * beyond FW_STATS_PENDING, before it reads fw_stats or resets them, and
+ * before it exits: a call does not write the shared table, whose lock and
+ * entries every backend would otherwise write at each call.  Counts held
+ * when a database's statistics are reset (fw_stats_reset, DROP DATABASE)
+ * are dropped: each reset is numbered (FwStats.resets) and the last
+ * FW_STATS_RESETS are remembered with their database, so that a backend
+ * knows whether one of its databases was reset since it began to count.
  *
  * Locking.  One LWLock: shared to find an entry and count into it (the
  * counts are atomics, so any number of backends count at once), exclusive
@@ -30,7 +34,8 @@
  *
  *	FwStats.lock			set before the segment is published, never changes
  *	FwStats.named, entries	written under the lock held exclusively, read
- *	the places' keys		under it in either mode
+ *	the places' keys,		under it in either mode (resets also without
+ *	reset_of, resets		it, to notice a reset early)
  *	an entry's counts		atomics, under the lock in either mode
  *
  * The statistics live in shared memory only: a restart or crash clears
@@ -82,11 +87,17 @@ typedef struct FwStatsEntry
 								 * held all of, or 0 if the table was full */
 } FwStatsEntry;
 
+/* The databases of the last resets, by number. */
+#define FW_STATS_RESETS		64
+
 typedef struct FwStats
 {
 	LWLock		lock;
 	uint32		named;			/* entries with a name, all databases */
 	uint32		entries;		/* places in use */
+	pg_atomic_uint64 resets;	/* resets so far */
+	Oid			reset_of[FW_STATS_RESETS];	/* reset number n: reset_of[n %
+											 * FW_STATS_RESETS] */
 	FwStatsEntry places[FW_STATS_PLACES];
 } FwStats;
 
@@ -112,7 +123,12 @@ typedef struct FwStatsPending
 static FwStatsPending fw_pending[FW_STATS_PENDING];
 static int	fw_npending = 0;
 static int	fw_last_pending = 0;	/* where the last call was counted */
+static uint64 fw_pending_resets;	/* FwStats.resets when the first was counted */
+static TimestampTz fw_pending_since;	/* the time of the first */
 static bool fw_pending_callbacks = false;
+
+/* How long a backend holds counts at most, while it makes calls. */
+#define FW_STATS_HOLD_MS	1000
 
 /* Keys hash and compare on their first name_len bytes of name only. */
 static uint32
@@ -140,6 +156,8 @@ fwstats_init_segment(FwSegment *segment, void *arg)
 	LWLockInitialize(&stats->lock, fwsegment_lock_tranche());
 	stats->named = 0;
 	stats->entries = 0;
+	pg_atomic_init_u64(&stats->resets, 0);
+	memset(stats->reset_of, 0, sizeof(stats->reset_of));
 	for (i = 0; i < FW_STATS_PLACES; i++)
 		stats->places[i].key.name_len = FW_STATS_FREE;
 }
@@ -320,8 +338,22 @@ fwstats_overflow(Oid dbid)
 void
 fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
 {
-	FwStatsPending *pending = &fw_pending[fw_last_pending];
+	FwStatsPending *pending;
 
+	if (fw_stats == NULL)
+		return;					/* no statistics here (single-user mode) */
+	if (fw_npending > 0 &&
+		(pg_atomic_read_u64(&fw_stats->resets) != fw_pending_resets ||
+		 decision->now < fw_pending_since ||
+		 decision->now - fw_pending_since >= FW_STATS_HOLD_MS * INT64CONST(1000)))
+		fwstats_flush();		/* a reset, a clock moved back, or a second */
+	if (fw_npending == 0)
+	{
+		fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets);
+		fw_pending_since = decision->now;
+	}
+
+	pending = &fw_pending[fw_last_pending];
 	if (fw_last_pending >= fw_npending || pending->key.dbid != id->dbid ||
 		pending->key.name_len != id->name_len ||
 		memcmp(pending->key.name, id->name, id->name_len) != 0)
@@ -335,6 +367,8 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 		if (i == FW_STATS_PENDING)
 		{
 			fwstats_flush();
+			fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets);
+			fw_pending_since = decision->now;
 			i = 0;
 		}
 		if (i == fw_npending)
@@ -361,9 +395,48 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 }
 
 /*
- * Add the calls counted in this backend to the shared entries.  Raises no
- * error, since it runs when a transaction has ended: the segment was mapped
- * before the calls were counted (fwstats_open), and nothing is allocated.
+ * Whether the statistics of dbid were reset since this backend began to
+ * hold counts; under the lock in either mode.  When more resets than are
+ * remembered happened, any database may have been.
+ */
+static bool
+fwstats_reset_since(Oid dbid)
+{
+	uint64		now = pg_atomic_read_u64(&fw_stats->resets);
+	uint64		n;
+
+	if (now - fw_pending_resets > FW_STATS_RESETS)
+		return true;
+	for (n = fw_pending_resets + 1; n <= now; n++)
+		if (fw_stats->reset_of[n % FW_STATS_RESETS] == dbid)
+			return true;
+	return false;
+}
+
+/* Raise, or lower, a time kept in an atomic to t. */
+static void
+fwstats_time_at_least(pg_atomic_uint64 *time, TimestampTz t)
+{
+	uint64		old = pg_atomic_read_u64(time);
+
+	while ((int64) old < t && !pg_atomic_compare_exchange_u64(time, &old, (uint64) t))
+		;
+}
+
+static void
+fwstats_time_at_most(pg_atomic_uint64 *time, TimestampTz t)
+{
+	uint64		old = pg_atomic_read_u64(time);
+
+	while ((int64) old > t && !pg_atomic_compare_exchange_u64(time, &old, (uint64) t))
+		;
+}
+
+/*
+ * Add the calls counted in this backend to the shared entries, but for
+ * those of a database reset meanwhile.  Raises no error, since it runs when
+ * a transaction has ended: the segment was mapped before the calls were
+ * counted (fwstats_open), and nothing is allocated.
  */
 static void
 fwstats_flush(void)
@@ -389,9 +462,12 @@ fwstats_flush(void)
 			/* a name seen for the first time: add it */
 			LWLockRelease(&fw_stats->lock);
 			LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
-			entry = fwstats_enter(&pending->key, pending->first_at);
+			if (!fwstats_reset_since(pending->key.dbid))
+				entry = fwstats_enter(&pending->key, pending->first_at);
 		}
-		/* NULL only beyond FW_MAX_DATABASES databases with full statistics */
+		else if (fwstats_reset_since(pending->key.dbid))
+			entry = NULL;
+		/* NULL beyond FW_MAX_DATABASES databases with full statistics too */
 		if (entry != NULL)
 		{
 			pg_atomic_fetch_add_u64(&entry->calls, pending->calls);
@@ -402,8 +478,9 @@ fwstats_flush(void)
 			if (pending->denied > 0)
 			{
 				pg_atomic_fetch_add_u64(&entry->denied, pending->denied);
-				pg_atomic_write_u64(&entry->last_denied_at, (uint64) pending->last_denied_at);
+				fwstats_time_at_least(&entry->last_denied_at, pending->last_denied_at);
 			}
+			fwstats_time_at_most(&entry->since, pending->first_at);
 		}
 		LWLockRelease(&fw_stats->lock);
 	}
@@ -501,6 +578,9 @@ fwstats_forget_database(Oid dbid)
 		entry->key.name_len = FW_STATS_FREE;
 	}
 	fw_stats->entries = 0;
+	/* counts that backends hold for the database go too (fwstats_flush) */
+	fw_stats->reset_of[(pg_atomic_read_u64(&fw_stats->resets) + 1) % FW_STATS_RESETS] = dbid;
+	pg_atomic_fetch_add_u64(&fw_stats->resets, 1);
 	for (i = 0; i < nkept; i++)
 	{
 		FwStatsEntry *entry = fwstats_search(&kept[i].key, true);

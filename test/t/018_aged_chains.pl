@@ -31,8 +31,11 @@ fixed_window.role_share = 100
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
-my $t0 = '2026-01-01 12:00:00+00';
-my $t10 = '2026-01-01 12:00:10+00';
+# A day ago, and ten seconds later: in the past for the real clock, which
+# bounds what may be forgotten.
+my ($t0, $t10) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT date_trunc('second', now() - interval '1 day'),
+	       date_trunc('second', now() - interval '1 day') + interval '10 seconds'});
 
 sub count_of
 {
@@ -52,9 +55,9 @@ sub walk_every_chain
 }
 
 # Live on the real clock: 100 counters of 1-day windows.  Then, at
-# 12:00:00 (in the past), a counter with rollover (rate 1, capacity 5)
+# $t0, a counter with rollover (rate 1, capacity 5)
 # spends its one token; 1,500 counters without rollover, of 1-second
-# windows; 300 live ones, of 1-hour windows.  Nothing has ended at 12:00:00.
+# windows; 300 live ones, of 1-hour windows.  Nothing has ended at $t0.
 $node->safe_psql('postgres', qq{
 	SELECT count(*) FROM generate_series(1, 100) g
 	WHERE (fw_limit('real', g::text, 1, '1 day')).ok;
@@ -74,7 +77,7 @@ $node->safe_psql('postgres', qq{
 	WHERE (fw_check('walker', g::text, 1, '1 hour')).ok});
 is(count_of('dead'), '1500', 'fw_check forgets no counter');
 
-# At 12:00:10 every chain is walked: the short-lived counters without
+# At $t0 + 10 s every chain is walked: the short-lived counters without
 # rollover go; the others stay.
 walk_every_chain($t10);
 is(count_of('dead'), '0', 'counters whose windows ended, without rollover, were unlinked on the way');

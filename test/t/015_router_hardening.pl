@@ -1,4 +1,4 @@
-# The router (fixed_window_proxy 1.1) against what 1.0 got wrong (issue 19):
+# The router (fixed_window_proxy 1.1 and later) against what 1.0 got wrong (issue 19):
 #
 # - item 10: answers depend on no setting of a shard or of the router's
 #   session (DateStyle, IntervalStyle, TimeZone, extra_float_digits): 1.0
@@ -324,11 +324,43 @@ like($err, qr/REMOTE ERROR: function fw_check_windows\(text, text, integer\) doe
 	"1.0 names fixed_window's functions unqualified: a shard's search_path = '' defeats it");
 $router->safe_psql('router10', 'ALTER EXTENSION fixed_window_proxy UPDATE');
 is($router->safe_psql('router10', "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window_proxy'"),
-	'1.1', 'the live 1.0 router is updated to 1.1');
+	'1.2', 'the live 1.0 router is updated to 1.2');
 is(router_members('router10'), router_members('router11'),
-	'and has exactly the objects of a fresh 1.1 router');
+	'and has exactly the objects of a fresh 1.2 router');
 is( $router->safe_psql('router10', "$plain\nSELECT period, remaining FROM fw_check_windows('mix', 'k', 0) ORDER BY 1"),
-	"00:01:00|2\n1 mon|97", 'and routes calls as 1.1 does');
+	"00:01:00|2\n1 mon|97", 'and routes calls as a fresh router does');
+
+# -- 1.2: the reading of a shard's answer is inlined (issue 22) ----------------
+
+# In 1.1, fw_wire_span was STRICT and IMMUTABLE around STABLE, non-strict
+# format(): the planner could not inline it, and each routed call planned
+# it anew.  A live 1.1 router updated to 1.2 has the objects of a fresh one,
+# plans fw_wire_answer without a call of fw_wire_span, and reads the same
+# answers.
+$router->safe_psql('postgres', 'CREATE DATABASE router_11');
+$router->safe_psql('router_11', "CREATE EXTENSION fixed_window_proxy VERSION '1.1' CASCADE");
+my $wire_plan = q{
+	SET plan_cache_mode = force_generic_plan;
+	PREPARE wire(fw_wire_result) AS SELECT fw_wire_answer($1);
+	EXPLAIN (VERBOSE, COSTS OFF) EXECUTE wire(ROW(false, 1.5, 0, 3599.000001, 0));
+};
+like($router->safe_psql('router_11', $wire_plan), qr/fw_wire_span\(/,
+	'1.1 calls fw_wire_span in a routed answer\'s plan');
+my $wire_answers = q{
+	SET TimeZone = 'UTC';
+	SELECT fw_wire_answer(ROW(false, 1.5, 0, 3599.000001, 0)::fw_wire_result),
+	       fw_wire_answer(ROW(true, NULL, 4, 86400, 0)::fw_wire_result),
+	       fw_wire_span(NULL) IS NULL, fw_wire_span(123456789.123456),
+	       fw_wire_time(1700000000.5), fw_wire_time('Infinity'), fw_wire_time(NULL) IS NULL;
+};
+my $answers_11 = $router->safe_psql('router_11', $wire_answers);
+$router->safe_psql('router_11', 'ALTER EXTENSION fixed_window_proxy UPDATE');
+is(router_members('router_11'), router_members('router11'),
+	'the live 1.1 router is updated to 1.2, with the objects of a fresh one');
+unlike($router->safe_psql('router_11', $wire_plan), qr/fw_wire_span\(/,
+	'1.2 inlines fw_wire_span into a routed answer\'s plan');
+is($router->safe_psql('router_11', $wire_answers), $answers_11,
+	'and reads the same answers as 1.1');
 
 $router->stop;
 $_->stop foreach @shards;

@@ -203,6 +203,19 @@ fwkeeper_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
+	/*
+	 * A keeper of a library installed while the server runs, whose shared
+	 * memory an earlier library made, has nothing it may keep: it says so
+	 * and ends for good (status 0), rather than fail and start every second.
+	 */
+	if (fwsegment_other_version())
+	{
+		ereport(LOG,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("fixed_window keeper not started: the shared memory of fixed_window was made by another version of its library"),
+				errhint("Restart the server to use the library installed now.")));
+		proc_exit(0);
+	}
 	if (!fwsegment_keeper_begin())
 		proc_exit(0);			/* another keeper runs: this one is not needed */
 	before_shmem_exit(fwkeeper_exit, (Datum) 0);

@@ -19,7 +19,7 @@
  *	  backend alike.  A preloaded library requests its space at postmaster
  *	  start; otherwise the first backend that needs it allocates it from the
  *	  main segment's spare space, which PostgreSQL keeps for such late
- *	  allocations (about 100 kB; the registry takes 100 bytes).  PostgreSQL
+ *	  allocations (about 100 kB; the registry takes FW_REGISTRY_SIZE, 256 bytes).  PostgreSQL
  *	  17's registry is itself such a struct.
  *
  * A segment is created by the first backend that needs it, pinned so that
@@ -75,17 +75,23 @@
 #endif
 
 #define FW_REGISTRY_NAME	"fixed_window"
-#define FW_REGISTRY_MAGIC	0x46575245	/* "FWRE" */
 /*
- * A segment's magic number is "FWS" and the version of the layout of the
- * segments, which every change of the layout of a kind's part (FwShared,
- * the buckets, the free slots' bits, the slots, FwStats) increments: a
- * library installed while the server runs must not read a segment that an
- * earlier library made, and still maps, as its own.
+ * The registry's magic number is "FWR" and a segment's "FWS", each followed
+ * by the version of the layout of the shared memory of fixed_window, which
+ * every change of the registry (FwRegistry), of a segment's header
+ * (FwSegment) or of a kind's part (FwShared, the buckets, the free slots'
+ * bits, the slots, FwStats) increments: a library installed while the server
+ * runs must not read, or add to, shared memory that an earlier library made
+ * and still uses.  The registry is checked before any segment is made or
+ * mapped; each segment again when it is mapped.  The registry always takes
+ * FW_REGISTRY_SIZE bytes, so that a library whose FwRegistry differs finds
+ * it rather than fails to (ShmemInitStruct checks the size).
  */
-#define FW_SEGMENT_LAYOUT	2
-#define FW_SEGMENT_MAGIC_MASK	0xFFFFFF00
-#define FW_SEGMENT_MAGIC	(0x46575300 | FW_SEGMENT_LAYOUT)	/* "FWS" */
+#define FW_SHMEM_LAYOUT		2
+#define FW_MAGIC_MASK		0xFFFFFF00
+#define FW_REGISTRY_MAGIC	(0x46575200 | FW_SHMEM_LAYOUT)	/* "FWR" */
+#define FW_SEGMENT_MAGIC	(0x46575300 | FW_SHMEM_LAYOUT)	/* "FWS" */
+#define FW_REGISTRY_SIZE	256
 #define FW_TRANCHE_NAME		"fixed_window"
 
 typedef struct FwRegistryEntry
@@ -105,6 +111,8 @@ typedef struct FwRegistry
 	TimestampTz keeper_asked;	/* when a backend last asked for a keeper */
 	FwRegistryEntry entries[FW_NUM_SEGMENT_KINDS];
 } FwRegistry;
+
+StaticAssertDecl(sizeof(FwRegistry) <= FW_REGISTRY_SIZE, "FwRegistry must fit in FW_REGISTRY_SIZE");
 
 static FwRegistry *fw_registry = NULL;
 
@@ -135,35 +143,65 @@ fwsegment_registry_init(void *ptr)
 	}
 }
 
+/* Shared memory made by a library of another layout is not ours to use. */
+static void pg_attribute_noreturn()
+fwsegment_other_version_error(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			errmsg("the shared memory of fixed_window was made by another version of its library"),
+			errdetail("The library was installed while the server was running, and sessions that loaded the earlier one still use that shared memory."),
+			errhint("Restart the server to use the library installed now.")));
+}
+
 /* A preloaded library's registry is requested with the main memory. */
 void
 fwsegment_request(void)
 {
 #ifndef FW_HAVE_DSM_REGISTRY
-	RequestAddinShmemSpace(MAXALIGN(sizeof(FwRegistry)));
+	RequestAddinShmemSpace(FW_REGISTRY_SIZE);
 #endif
 }
 
 /* Find, or create, the registry; with AddinShmemInitLock held if locked. */
-static void
-fwsegment_attach_registry(bool locked)
+static FwRegistry *
+fwsegment_registry_struct(bool locked)
 {
 	bool		found;
 	FwRegistry *registry;
 
 #ifdef FW_HAVE_DSM_REGISTRY
 	(void) locked;
-	registry = GetNamedDSMSegment(FW_REGISTRY_NAME, sizeof(FwRegistry),
+	registry = GetNamedDSMSegment(FW_REGISTRY_NAME, FW_REGISTRY_SIZE,
 								  fwsegment_registry_init, &found);
 #else
 	if (!locked)
 		LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	registry = ShmemInitStruct(FW_REGISTRY_NAME, sizeof(FwRegistry), &found);
+	registry = ShmemInitStruct(FW_REGISTRY_NAME, FW_REGISTRY_SIZE, &found);
 	if (!found)
 		fwsegment_registry_init(registry);
 	if (!locked)
 		LWLockRelease(AddinShmemInitLock);
 #endif
+	return registry;
+}
+
+/* Whether the registry is of fixed_window, but of another layout. */
+static bool
+fwsegment_registry_other_version(const FwRegistry *registry)
+{
+	return registry->magic != FW_REGISTRY_MAGIC &&
+		(registry->magic & FW_MAGIC_MASK) == (FW_REGISTRY_MAGIC & FW_MAGIC_MASK);
+}
+
+/* Use the registry; with AddinShmemInitLock held if locked. */
+static void
+fwsegment_attach_registry(bool locked)
+{
+	FwRegistry *registry = fwsegment_registry_struct(locked);
+
+	if (fwsegment_registry_other_version(registry))
+		fwsegment_other_version_error();
 	if (registry->magic != FW_REGISTRY_MAGIC)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -172,6 +210,18 @@ fwsegment_attach_registry(bool locked)
 						  FW_REGISTRY_NAME)));
 	LWLockRegisterTranche(registry->tranche, FW_TRANCHE_NAME);
 	fw_registry = registry;
+}
+
+/*
+ * Whether the shared memory of fixed_window was made by a library of
+ * another layout, which this one must not use (see FW_SHMEM_LAYOUT).
+ */
+bool
+fwsegment_other_version(void)
+{
+	if (fw_registry != NULL || !IsUnderPostmaster)
+		return false;
+	return fwsegment_registry_other_version(fwsegment_registry_struct(false));
 }
 
 /* From shmem_startup_hook, under AddinShmemInitLock. */
@@ -245,14 +295,10 @@ fwsegment_map_current(FwSegmentKind kind)
 	segment = (FwSegment *) dsm_segment_address(mapping);
 	if (dsm_segment_map_length(mapping) >= sizeof(FwSegment) &&
 		segment->magic != FW_SEGMENT_MAGIC &&
-		(segment->magic & FW_SEGMENT_MAGIC_MASK) == (FW_SEGMENT_MAGIC & FW_SEGMENT_MAGIC_MASK))
+		(segment->magic & FW_MAGIC_MASK) == (FW_SEGMENT_MAGIC & FW_MAGIC_MASK))
 	{
 		dsm_detach(mapping);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("the shared memory of fixed_window was made by another version of its library"),
-				errdetail("The library was installed while the server was running, and sessions that loaded the earlier one still use that shared memory."),
-				errhint("Restart the server to use the library installed now.")));
+		fwsegment_other_version_error();
 	}
 	if (dsm_segment_map_length(mapping) < sizeof(FwSegment) ||
 		segment->magic != FW_SEGMENT_MAGIC || segment->kind != (int32) kind ||

@@ -49,6 +49,7 @@ extern FwSegment *fwsegment_find(FwSegmentKind kind);
 extern FwSegment *fwsegment_create(FwSegmentKind kind, Size size);
 extern void fwsegment_replace(FwSegment *old, FwSegment *replacement);
 extern void fwsegment_discard(FwSegment *segment);
+extern bool fwsegment_other_version(void);
 extern bool fwsegment_keeper_wanted(bool preloaded);
 extern bool fwsegment_keeper_begin(void);
 extern void fwsegment_keeper_end(void);

@@ -400,7 +400,8 @@ fwshmem_free_put(uint32 slot)
 
 /*
  * Take the lowest free slot; there is one (nfree counted it), else the
- * bits disagree with the count and FW_NIL is returned.
+ * bits disagree with the count and FW_NIL is returned.  The scan reads at
+ * most nslots / 4096 words, 24,415 at FW_MAX_COUNTERS.
  */
 static uint32
 fwshmem_free_take(void)
@@ -702,7 +703,10 @@ fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, 
 		slot = fwshmem_free_take();
 		SpinLockRelease(&fw_shared->mutex);
 		if (slot == FW_NIL)
-			elog(PANIC, "the free slots of fixed_window's shared memory disagree with their count");
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					errmsg("the free slots of fixed_window's shared memory disagree with their count"),
+					errhint("Restart the server, or resize the table with fw_resize_counters.")));
 
 		/* build the chain backwards, so that *first heads it */
 		fw_slots[slot].overflow.next = *first;
@@ -727,7 +731,10 @@ fwshmem_free_slots(uint32 slot)
 	for (next = fw_slots[slot].counter.overflow; next != FW_NIL; next = fw_slots[next].overflow.next)
 	{
 		if (n == FW_MAX_COUNTER_SLOTS)
-			elog(PANIC, "a counter of fixed_window's shared memory has more overflow slots than it can");
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					errmsg("a counter of fixed_window's shared memory has more slots than a counter can"),
+					errhint("Restart the server, or resize the table with fw_resize_counters.")));
 		slots[n++] = next;
 	}
 

@@ -23,9 +23,11 @@
  * before it exits: a call does not write the shared table, whose lock and
  * entries every backend would otherwise write at each call.  Counts held
  * when a database's statistics are reset (fw_stats_reset, DROP DATABASE)
- * are dropped: each reset is numbered (FwStats.resets) and the last
- * FW_STATS_RESETS are remembered with their database, so that a backend
- * knows whether one of its databases was reset since it began to count.
+ * are dropped: FwStats counts resets, all of them (resets, which a call
+ * reads to notice one) and those of each slot of databases (reset_count,
+ * by OID modulo FW_STATS_RESET_SLOTS), so that a backend knows whether the
+ * database of counts it holds was reset since it began to hold them (or
+ * one whose OID shares its slot: those counts are dropped too).
  *
  * Locking.  One LWLock: shared to find an entry and count into it (the
  * counts are atomics, so any number of backends count at once), exclusive
@@ -35,7 +37,7 @@
  *	FwStats.lock			set before the segment is published, never changes
  *	FwStats.named, entries	written under the lock held exclusively, read
  *	the places' keys,		under it in either mode (resets also without
- *	reset_of, resets		it, to notice a reset early)
+ *	reset_count, resets		it, to notice a reset early)
  *	an entry's counts		atomics, under the lock in either mode
  *
  * The statistics live in shared memory only: a restart or crash clears
@@ -87,17 +89,20 @@ typedef struct FwStatsEntry
 								 * held all of, or 0 if the table was full */
 } FwStatsEntry;
 
-/* The databases of the last resets, by number. */
-#define FW_STATS_RESETS		64
+/* Resets are counted by database OID modulo this. */
+#define FW_STATS_RESET_SLOTS	1024
 
 typedef struct FwStats
 {
-	LWLock		lock;
+	LWLockPadded lock;
+	union
+	{
+		pg_atomic_uint64 value; /* resets so far, every call reads it */
+		char		pad[PG_CACHE_LINE_SIZE];	/* a cache line of its own */
+	}			resets;
 	uint32		named;			/* entries with a name, all databases */
 	uint32		entries;		/* places in use */
-	pg_atomic_uint64 resets;	/* resets so far */
-	Oid			reset_of[FW_STATS_RESETS];	/* reset number n: reset_of[n %
-											 * FW_STATS_RESETS] */
+	uint32		reset_count[FW_STATS_RESET_SLOTS];
 	FwStatsEntry places[FW_STATS_PLACES];
 } FwStats;
 
@@ -112,6 +117,7 @@ static FwStats *fw_stats = NULL;
 typedef struct FwStatsPending
 {
 	FwStatsKey	key;
+	uint32		reset_count;	/* its database's slot's, when first held */
 	uint64		calls;
 	uint64		allowed;
 	uint64		denied;
@@ -153,11 +159,11 @@ fwstats_init_segment(FwSegment *segment, void *arg)
 	FwStats    *stats = (FwStats *) ((char *) segment + FW_SEGMENT_HEADER_SIZE);
 	int			i;
 
-	LWLockInitialize(&stats->lock, fwsegment_lock_tranche());
+	LWLockInitialize(&stats->lock.lock, fwsegment_lock_tranche());
 	stats->named = 0;
 	stats->entries = 0;
-	pg_atomic_init_u64(&stats->resets, 0);
-	memset(stats->reset_of, 0, sizeof(stats->reset_of));
+	pg_atomic_init_u64(&stats->resets.value, 0);
+	memset(stats->reset_count, 0, sizeof(stats->reset_count));
 	for (i = 0; i < FW_STATS_PLACES; i++)
 		stats->places[i].key.name_len = FW_STATS_FREE;
 }
@@ -331,6 +337,17 @@ fwstats_overflow(Oid dbid)
 }
 
 /*
+ * How many times the statistics of dbid (or of a database whose OID shares
+ * its slot) were reset; read without the lock when a call is first held,
+ * under it in either mode when held counts are added.
+ */
+static uint32
+fwstats_reset_count(Oid dbid)
+{
+	return ((volatile uint32 *) fw_stats->reset_count)[dbid % FW_STATS_RESET_SLOTS];
+}
+
+/*
  * Count one fw_limit call answered from shared memory, under the name of
  * its limit or policy (id's name up to a zero byte), at decision->now: in
  * this backend until fwstats_flush.  fwstats_open was called before.
@@ -343,13 +360,13 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 	if (fw_stats == NULL)
 		return;					/* no statistics here (single-user mode) */
 	if (fw_npending > 0 &&
-		(pg_atomic_read_u64(&fw_stats->resets) != fw_pending_resets ||
+		(pg_atomic_read_u64(&fw_stats->resets.value) != fw_pending_resets ||
 		 decision->now < fw_pending_since ||
 		 decision->now - fw_pending_since >= FW_STATS_HOLD_MS * INT64CONST(1000)))
 		fwstats_flush();		/* a reset, a clock moved back, or a second */
 	if (fw_npending == 0)
 	{
-		fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets);
+		fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets.value);
 		fw_pending_since = decision->now;
 	}
 
@@ -367,7 +384,7 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 		if (i == FW_STATS_PENDING)
 		{
 			fwstats_flush();
-			fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets);
+			fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets.value);
 			fw_pending_since = decision->now;
 			i = 0;
 		}
@@ -376,6 +393,7 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 			pending = &fw_pending[fw_npending++];
 			memset(pending, 0, sizeof(FwStatsPending));
 			fwstats_key_init(&pending->key, id->dbid, id->name, id->name_len);
+			pending->reset_count = fwstats_reset_count(id->dbid);
 			pending->first_at = decision->now;
 		}
 		fw_last_pending = i;
@@ -392,25 +410,6 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 		pending->denied++;
 		pending->last_denied_at = decision->now;
 	}
-}
-
-/*
- * Whether the statistics of dbid were reset since this backend began to
- * hold counts; under the lock in either mode.  When more resets than are
- * remembered happened, any database may have been.
- */
-static bool
-fwstats_reset_since(Oid dbid)
-{
-	uint64		now = pg_atomic_read_u64(&fw_stats->resets);
-	uint64		n;
-
-	if (now - fw_pending_resets > FW_STATS_RESETS)
-		return true;
-	for (n = fw_pending_resets + 1; n <= now; n++)
-		if (fw_stats->reset_of[n % FW_STATS_RESETS] == dbid)
-			return true;
-	return false;
 }
 
 /* Raise, or lower, a time kept in an atomic to t. */
@@ -453,19 +452,19 @@ fwstats_flush(void)
 		FwStatsPending *pending = &fw_pending[i];
 		FwStatsEntry *entry;
 
-		LWLockAcquire(&fw_stats->lock, LW_SHARED);
+		LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
 		entry = fwstats_search(&pending->key, false);
 		if (entry == NULL)
 			entry = fwstats_overflow(pending->key.dbid);
 		if (entry == NULL)
 		{
 			/* a name seen for the first time: add it */
-			LWLockRelease(&fw_stats->lock);
-			LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
-			if (!fwstats_reset_since(pending->key.dbid))
+			LWLockRelease(&fw_stats->lock.lock);
+			LWLockAcquire(&fw_stats->lock.lock, LW_EXCLUSIVE);
+			if (fwstats_reset_count(pending->key.dbid) == pending->reset_count)
 				entry = fwstats_enter(&pending->key, pending->first_at);
 		}
-		else if (fwstats_reset_since(pending->key.dbid))
+		else if (fwstats_reset_count(pending->key.dbid) != pending->reset_count)
 			entry = NULL;
 		/* NULL beyond FW_MAX_DATABASES databases with full statistics too */
 		if (entry != NULL)
@@ -482,7 +481,7 @@ fwstats_flush(void)
 			}
 			fwstats_time_at_most(&entry->since, pending->first_at);
 		}
-		LWLockRelease(&fw_stats->lock);
+		LWLockRelease(&fw_stats->lock.lock);
 	}
 	fw_npending = 0;
 }
@@ -496,7 +495,7 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 	fwstats_flush();
 	if (!fwstats_attach(false))
 		return;
-	LWLockAcquire(&fw_stats->lock, LW_SHARED);
+	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
 	for (i = 0; i < FW_STATS_PLACES; i++)
 	{
 		FwStatsEntry *entry = &fw_stats->places[i];
@@ -514,7 +513,7 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 		view.since = (TimestampTz) pg_atomic_read_u64(&entry->since);
 		visitor(&view, arg);
 	}
-	LWLockRelease(&fw_stats->lock);
+	LWLockRelease(&fw_stats->lock.lock);
 }
 
 /*
@@ -530,7 +529,7 @@ fwstats_databases(Oid *dbids, int max)
 
 	if (!fwstats_attach(false))
 		return 0;
-	LWLockAcquire(&fw_stats->lock, LW_SHARED);
+	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
 	for (i = 0; i < FW_STATS_PLACES && n < max; i++)
 	{
 		Oid			dbid = fw_stats->places[i].key.dbid;
@@ -542,7 +541,7 @@ fwstats_databases(Oid *dbids, int max)
 		if (j == n)
 			dbids[n++] = dbid;
 	}
-	LWLockRelease(&fw_stats->lock);
+	LWLockRelease(&fw_stats->lock.lock);
 	return n;
 }
 
@@ -564,7 +563,7 @@ fwstats_forget_database(Oid dbid)
 	if (!fwstats_attach(false))
 		return;
 	kept = palloc(sizeof(FwStatsEntry) * FW_STATS_ENTRIES);
-	LWLockAcquire(&fw_stats->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&fw_stats->lock.lock, LW_EXCLUSIVE);
 	for (i = 0; i < FW_STATS_PLACES; i++)
 	{
 		FwStatsEntry *entry = &fw_stats->places[i];
@@ -579,8 +578,8 @@ fwstats_forget_database(Oid dbid)
 	}
 	fw_stats->entries = 0;
 	/* counts that backends hold for the database go too (fwstats_flush) */
-	fw_stats->reset_of[(pg_atomic_read_u64(&fw_stats->resets) + 1) % FW_STATS_RESETS] = dbid;
-	pg_atomic_fetch_add_u64(&fw_stats->resets, 1);
+	fw_stats->reset_count[dbid % FW_STATS_RESET_SLOTS]++;
+	pg_atomic_fetch_add_u64(&fw_stats->resets.value, 1);
 	for (i = 0; i < nkept; i++)
 	{
 		FwStatsEntry *entry = fwstats_search(&kept[i].key, true);
@@ -589,6 +588,6 @@ fwstats_forget_database(Oid dbid)
 		memcpy(entry, &kept[i], sizeof(FwStatsEntry));
 		fw_stats->entries++;
 	}
-	LWLockRelease(&fw_stats->lock);
+	LWLockRelease(&fw_stats->lock.lock);
 	pfree(kept);
 }

@@ -343,6 +343,9 @@ my $wire_plan = q{
 	SET plan_cache_mode = force_generic_plan;
 	PREPARE wire(fw_wire_result) AS SELECT fw_wire_answer($1);
 	EXPLAIN (VERBOSE, COSTS OFF) EXECUTE wire(ROW(false, 1.5, 0, 3599.000001, 0));
+	PREPARE wire_window(fw_wire_window) AS SELECT fw_wire_answer($1);
+	EXPLAIN (VERBOSE, COSTS OFF)
+	EXECUTE wire_window(ROW('PT1H', 5, 5, false, true, NULL, 4, 60, 1700000000, 1700003600, 0));
 };
 like($router->safe_psql('router_11', $wire_plan), qr/fw_wire_span\(/,
 	'1.1 calls fw_wire_span in a routed answer\'s plan');
@@ -350,15 +353,20 @@ my $wire_answers = q{
 	SET TimeZone = 'UTC';
 	SELECT fw_wire_answer(ROW(false, 1.5, 0, 3599.000001, 0)::fw_wire_result),
 	       fw_wire_answer(ROW(true, NULL, 4, 86400, 0)::fw_wire_result),
-	       fw_wire_span(NULL) IS NULL, fw_wire_span(123456789.123456),
-	       fw_wire_time(1700000000.5), fw_wire_time('Infinity'), fw_wire_time(NULL) IS NULL;
+	       fw_wire_answer(ROW('P1M', 5, 6, true, false, 0.000001, 0, 59.999999, -1.5,
+	                          'Infinity', 0)::fw_wire_window),
+	       fw_wire_span(NULL) IS NULL, fw_wire_span(123456789.123456), fw_wire_span(-7261.5),
+	       fw_wire_span(0), fw_wire_time(1700000000.5), fw_wire_time(-86400.000001),
+	       fw_wire_time('Infinity'), fw_wire_time('-Infinity'), fw_wire_time(NULL) IS NULL;
 };
 my $answers_11 = $router->safe_psql('router_11', $wire_answers);
 $router->safe_psql('router_11', 'ALTER EXTENSION fixed_window_proxy UPDATE');
 is(router_members('router_11'), router_members('router11'),
 	'the live 1.1 router is updated to 1.2, with the objects of a fresh one');
-unlike($router->safe_psql('router_11', $wire_plan), qr/fw_wire_span\(/,
-	'1.2 inlines fw_wire_span into a routed answer\'s plan');
+my $plan_12 = $router->safe_psql('router_11', $wire_plan);
+unlike($plan_12, qr/fw_wire_\w+\(/,
+	'1.2 inlines every fw_wire_ function into the plans of a routed answer and window');
+like($plan_12, qr/format\(.*format\(.*format\(/s, 'which read the shard\'s numbers in place');
 is($router->safe_psql('router_11', $wire_answers), $answers_11,
 	'and reads the same answers as 1.1');
 

@@ -434,9 +434,9 @@ fwshmem_clear(void)
 		fw_buckets[i] = FW_NIL;
 	memset(fw_free_words, 0, FW_FREE_WORDS(fw_shared->nslots) * sizeof(uint64));
 	memset(fw_free_summary, 0, FW_SUMMARY_WORDS(fw_shared->nslots) * sizeof(uint64));
+	fw_shared->free_hint = 0;
 	for (i = 0; i < fw_shared->nslots; i++)
 		fwshmem_free_put(i);
-	fw_shared->free_hint = 0;
 	fw_shared->nfree = fw_shared->nslots;
 	pg_atomic_init_u64(&fw_shared->reclaim_after, (uint64) PG_INT64_MIN);
 	memset(fw_shared->databases, 0, sizeof(fw_shared->databases));
@@ -867,16 +867,28 @@ fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev)
 }
 
 /*
- * Whether a counter answers as no counter would from time t on: its window
- * ended by then, and it does not roll tokens over (see fwshmem_reclaim).
- * The last call's rate and capacity stand for the next one's: if that one
- * has rollover, forgetting the counter gives it rate tokens, fewer than it
- * would have had, which only under-admits.
+ * Whether a counter's state answers as no counter would from time t on: its
+ * window ended by then, and it does not roll tokens over (see
+ * fwshmem_reclaim).  The last call's rate and capacity stand for the next
+ * one's: if that one has rollover, forgetting the counter gives it rate
+ * tokens, fewer than it would have had, which only under-admits.
  */
 static inline bool
-fwshmem_forgettable(const FwCounter *counter, int64 t)
+fwshmem_forgettable(const FwCounterData *data, int64 t)
 {
-	return counter->data.window_end <= t && counter->data.capacity <= counter->data.rate;
+	return data->window_end <= t && data->capacity <= data->rate;
+}
+
+/* Whether slot is one of the nkeep slots of keep. */
+static inline bool
+fwshmem_kept(uint32 slot, const uint32 *keep, int nkeep)
+{
+	int			i;
+
+	for (i = 0; i < nkeep; i++)
+		if (keep[i] == slot)
+			return true;
+	return false;
 }
 
 /*
@@ -901,7 +913,6 @@ fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev, int64 prune_befo
 	{
 		FwCounter  *counter = &fw_slots[slot].counter;
 		uint32		next = counter->next;
-		int			i;
 
 		if (counter->hash == id->hash &&
 			counter->dbid == id->dbid &&
@@ -909,9 +920,8 @@ fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev, int64 prune_befo
 			counter->key_len == id->key_len &&
 			fwshmem_counter_text(counter, FW_TEXT_COMPARE, id, NULL))
 			return slot;
-		for (i = 0; i < nkeep && keep[i] != slot; i++)
-			;
-		if (prune_before != PG_INT64_MIN && i == nkeep && fwshmem_forgettable(counter, prune_before))
+		if (prune_before != PG_INT64_MIN && fwshmem_forgettable(&counter->data, prune_before) &&
+			!fwshmem_kept(slot, keep, nkeep))
 			fwshmem_unlink(bucket, slot, *prev);
 		else
 			*prev = slot;
@@ -1734,7 +1744,7 @@ fwshmem_load(void)
 		 * a denied call's retry time counts on them), until a reclaim needs
 		 * its slot.
 		 */
-		if (record.data.window_end <= now && record.data.capacity <= record.data.rate)
+		if (fwshmem_forgettable(&record.data, now))
 			continue;
 		/* the last caller's role stands for the one that created it */
 		owners.dbid = record.dbid;

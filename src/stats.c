@@ -347,6 +347,14 @@ fwstats_reset_count(Oid dbid)
 	return ((volatile uint32 *) fw_stats->reset_count)[dbid % FW_STATS_RESET_SLOTS];
 }
 
+/* Whether pending holds the calls of id's database and name. */
+static inline bool
+fwstats_pending_is(const FwStatsPending *pending, const FwIdentity *id)
+{
+	return pending->key.dbid == id->dbid && pending->key.name_len == id->name_len &&
+		memcmp(pending->key.name, id->name, id->name_len) == 0;
+}
+
 /*
  * Count one fw_limit call answered from shared memory, under the name of
  * its limit or policy (id's name up to a zero byte), at decision->now: in
@@ -355,7 +363,8 @@ fwstats_reset_count(Oid dbid)
 void
 fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
 {
-	FwStatsPending *pending;
+	FwStatsPending *pending = NULL;
+	int			i;
 
 	if (fw_stats == NULL)
 		return;					/* no statistics here (single-user mode) */
@@ -364,41 +373,29 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 		 decision->now < fw_pending_since ||
 		 decision->now - fw_pending_since >= FW_STATS_HOLD_MS * INT64CONST(1000)))
 		fwstats_flush();		/* a reset, a clock moved back, or a second */
-	if (fw_npending == 0)
-	{
-		fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets.value);
-		fw_pending_since = decision->now;
-	}
 
-	pending = &fw_pending[fw_last_pending];
-	if (fw_last_pending >= fw_npending || pending->key.dbid != id->dbid ||
-		pending->key.name_len != id->name_len ||
-		memcmp(pending->key.name, id->name, id->name_len) != 0)
+	/* the name of the last call first, as calls of one name come in runs */
+	if (fw_last_pending < fw_npending && fwstats_pending_is(&fw_pending[fw_last_pending], id))
+		pending = &fw_pending[fw_last_pending];
+	for (i = 0; pending == NULL && i < fw_npending; i++)
+		if (fwstats_pending_is(&fw_pending[i], id))
+			pending = &fw_pending[i];
+	if (pending == NULL)
 	{
-		int			i;
-
-		for (i = 0; i < fw_npending; i++)
-			if (fw_pending[i].key.dbid == id->dbid && fw_pending[i].key.name_len == id->name_len &&
-				memcmp(fw_pending[i].key.name, id->name, id->name_len) == 0)
-				break;
-		if (i == FW_STATS_PENDING)
-		{
+		if (fw_npending == FW_STATS_PENDING)
 			fwstats_flush();
+		if (fw_npending == 0)
+		{
 			fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets.value);
 			fw_pending_since = decision->now;
-			i = 0;
 		}
-		if (i == fw_npending)
-		{
-			pending = &fw_pending[fw_npending++];
-			memset(pending, 0, sizeof(FwStatsPending));
-			fwstats_key_init(&pending->key, id->dbid, id->name, id->name_len);
-			pending->reset_count = fwstats_reset_count(id->dbid);
-			pending->first_at = decision->now;
-		}
-		fw_last_pending = i;
-		pending = &fw_pending[i];
+		pending = &fw_pending[fw_npending++];
+		memset(pending, 0, sizeof(FwStatsPending));
+		fwstats_key_init(&pending->key, id->dbid, id->name, id->name_len);
+		pending->reset_count = fwstats_reset_count(id->dbid);
+		pending->first_at = decision->now;
 	}
+	fw_last_pending = pending - fw_pending;
 
 	pending->calls++;
 	if (verdict->shadow_denied)

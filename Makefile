@@ -5,6 +5,7 @@ MODULE_big = fixed_window
 OBJS = \
 	src/admin.o \
 	src/call.o \
+	src/capacity.o \
 	src/catalog.o \
 	src/decide.o \
 	src/define.o \
@@ -29,7 +30,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed
 PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
 UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
 	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql \
-	sql/fixed_window--1.3--1.4.sql
+	sql/fixed_window--1.3--1.4.sql sql/fixed_window--1.4--1.5.sql
 PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql sql/fixed_window_proxy--1.1--1.2.sql
 UPGRADES_built = sql/fixed_window--1.2.1--1.3.sql sql/fixed_window_proxy--1.0--1.1.sql
 DATA = sql/fixed_window--1.0.sql sql/fixed_window_proxy--1.0.sql \
@@ -42,7 +43,7 @@ PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 # clusters of its own; "make installcheck" runs installcheck-* against the
 # server that PGHOST and PGPORT name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
-	fw_security fw_definitions fw_retry fw_schema fw_upgrade
+	fw_security fw_definitions fw_retry fw_schema fw_upgrade fw_capacity
 REGRESS_TABLE = fw_table
 ISOLATION = fw_concurrent fw_policy_change fw_stats_pending
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
@@ -148,6 +149,13 @@ installcheck-tap:
 	@if [ "$$(id -u)" -eq 0 ]; then echo "installcheck-tap: skipped, PostgreSQL's TAP tests cannot run as root"; \
 	else $(prove_installcheck); fi
 endif
+# examples/monitoring: the alert rules' unit tests (promtool), then the
+# metrics end to end through postgres_exporter and Prometheus (TAP).
+test-monitoring: PROVE_TESTS = $(srcdir)/test/monitoring/*.pl
+test-monitoring:
+	promtool check rules $(srcdir)/examples/monitoring/alerts.yml
+	cd $(srcdir)/examples/monitoring && promtool test rules alerts_test.yml
+	$(prove_installcheck)
 # The example HTTP service (Node.js, from npm) against a throwaway cluster.
 test-service:
 	bash $(srcdir)/examples/service/test.sh
@@ -209,7 +217,7 @@ all:
 endif
 
 .PHONY: test demo bench unit check-layers check-version check-docs dist installcheck \
-	test-regress test-regress-table test-isolation test-isolation-table test-tap test-service test-deb \
+	test-regress test-regress-table test-isolation test-isolation-table test-tap test-monitoring test-service test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap
 

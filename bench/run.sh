@@ -13,12 +13,16 @@
 # query with hashtext(), and memory per counter.  A second server, which
 # does not preload the library and keeps counters in dynamic shared memory
 # (storage = shmem), runs the shared-memory rows again, and the table of
-# counters is resized there: how long a resize of 100,000 live counters
+# counters is resized there: how long a resize of 110,000 live counters
 # takes, and the calls' rate while the table is resized once a second.
 # A third server, preloaded as the first, has an aged table of counters
 # (see age_table below): its rows show what a server that has run for a
 # long time answers at, beside the fresh ones, and the goals table compares
-# the figures of issue 22 with their goals, fresh and aged.
+# the figures of issue 22 with their goals, fresh and aged.  Last, its
+# table grows to 1,000,000 slots, nearly full: how long reading fw_capacity
+# takes, and the latency of calls while fw_capacity is read back to back.
+# The time of one read of memory that no cache holds (bench/memory_latency.c)
+# bounds what a call on a random key among many can cost.
 #
 # Every figure is the median of BENCH_RUNS runs; the runs of different rows
 # are interleaved so that a slow moment of the machine does not land on one
@@ -205,13 +209,15 @@ query_ms() {
 TPS_ROWS="select1 param upper_row is_not_null shmem_random dyn_random aged_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row aged_random_row shmem_hot dyn_hot aged_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
 BULK_ROWS="bulk_hashtext bulk_shmem bulk_dyn bulk_aged bulk_table"
 
-# Resizing on the server without preload, with 100,000 live counters: the
+# Resizing on the server without preload, with 110,000 live counters: the
 # milliseconds of each resize (alternately to 250,000 and 200,000 slots),
 # then the TPS of shmem_random with 8 clients without resizes and while the
 # table is resized once a second, in alternate runs.  Prints the median
 # resize in ms, then the two median TPS.
 growth() {
     local times=() plain=() resizing=() i slots
+    # the one-query rows' 100,000 counters go: 10,000 keys and these remain
+    PGHOST=$dyn fw_as_user psql -X -q -c "SELECT fw_reset('bulk')" >/dev/null
     PGHOST=$dyn fw_as_user psql -X -q -c "SELECT count(*) FROM generate_series(1, 100000) g,
         fw_limit('grow', g::text, 1000000000, '1 hour')" >/dev/null
     for i in $(seq 11); do
@@ -262,11 +268,52 @@ router_cpu_split() {
     sleep "$SECONDS_PER_RUN"
     r1=$(backend_ticks router); s1=$(backend_ticks postgres)
     c1=$(fw_as_user psql -X -At -c "SELECT calls FROM fw_stats WHERE name = 'bench'")
-    pkill -INT -x pgbench || true        # the only pgbench running now
+    pkill -TERM -x pgbench || true       # the only pgbench running now (SIGINT: ignored by a background job)
     wait "$bench_pid" || true
     awk -v r=$((r1 - r0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v hz="$hz" \
         'BEGIN {printf "%.1f %.1f %d\n", r * 1e6 / hz / c, s * 1e6 / hz / c, c}'
 }
+
+# Latencies of fw_limit calls, in ms, from pgbench's log of each
+# transaction: median, 99th percentile, greatest, and the TPS.
+call_latencies() {
+    local prefix=$1
+    rm -f "$prefix".*
+    PGHOST=$aged fw_as_user pgbench -n -M prepared -c 8 -j 2 -T "$SECONDS_PER_RUN" \
+        -l --log-prefix="$prefix" -f "$scripts/shmem_random.sql" postgres >"$dir/pgbench.out" 2>&1
+    cat "$prefix".* | awk '{print $3 / 1000}' | sort -n |
+        awk -v tps="$(awk '/^tps/ {printf "%.0f", $3}' "$dir/pgbench.out")" \
+            '{v[NR] = $1} END {printf "%.3f/%.3f/%.3f/%s\n", v[int((NR + 1) / 2)], v[int(NR * 0.99)], v[NR], tps}'
+}
+
+# The aged server's table grows to 1,000,000 slots and takes 850,000 more
+# counters of an hour.  Prints the slots used, the median ms of 11 reads
+# of fw_capacity, then fw_limit's latencies (call_latencies) without reads
+# and while one session reads fw_capacity back to back, each the run with
+# the median 99th percentile of RUNS.
+capacity_reads() {
+    local times=() plain=() scraped=() i reader
+    PGHOST=$aged fw_as_user psql -X -q -c "SELECT fw_resize_counters(1000000)" \
+        -c "SELECT count(*) FROM generate_series(1, 850000) g WHERE (fw_limit('capacity', g::text, 10, '1 hour')).ok" >/dev/null
+    for i in $(seq 11); do
+        times+=("$(PGHOST=$aged fw_as_user psql -X -q -c '\timing on' \
+            -c "SELECT * FROM fw_capacity" | awk '/^Time:/ {print $2}')")
+    done
+    PGHOST=$aged fw_as_user psql -X -At -c "SELECT used FROM fw_capacity WHERE scope = 'counters'"
+    printf '%s\n' "${times[@]}" | median
+    for i in $(seq 20000); do echo "SELECT count(*) FROM fw_capacity;"; done >"$scripts/capacity_reads.sql"
+    for i in $(seq "$RUNS"); do
+        plain+=("$(call_latencies "$dir/lat_plain")")
+        PGHOST=$aged fw_as_user psql -X -q -f "$scripts/capacity_reads.sql" >/dev/null 2>&1 &
+        reader=$!
+        scraped+=("$(call_latencies "$dir/lat_scraped")")
+        pkill -TERM -f capacity_reads.sql || true
+        wait "$reader" || true
+    done
+    printf '%s\n' "${plain[@]}" | sort -t/ -k2 -n | median_line
+    printf '%s\n' "${scraped[@]}" | sort -t/ -k2 -n | median_line
+}
+median_line() { awk '{v[NR] = $0} END {print v[int((NR + 1) / 2)]}'; }
 
 # A policy with many overrides, in one session.  A change of a definition
 # drops the session's cached policy and keys: the next call reads the
@@ -338,6 +385,13 @@ read -r -d '' resize_ms growth_plain growth_resizing <<<"$(growth)" || true
 
 fw_log "CPU per call on each side of the router"
 read -r cpu_router cpu_shard cpu_calls <<<"$(router_cpu_split)"
+
+fw_log "reading fw_capacity with 1,000,000 slots"
+read -r -d '' capacity_used capacity_ms lat_plain lat_scraped <<<"$(capacity_reads)" || true
+
+fw_log "the time of one read of memory no cache holds"
+cc -O2 -o "$dir/memory_latency" "$FW_ROOT/bench/memory_latency.c"
+read -r memory_ns _ <<<"$("$dir/memory_latency" 100000)"
 
 # Memory: shared memory per counter slot, and table bytes per live key.
 max_counters=$(fw_as_user psql -X -At -c "SHOW fixed_window.max_counters")
@@ -443,7 +497,7 @@ goal_row() {
         "no preload / preloaded, 10,000 random keys|dyn_random|shmem_random" \
         "no preload / preloaded, one hot key|dyn_hot|shmem_hot"
     echo
-    echo "| resizing the table without preload, 100,000 live counters | |"
+    echo "| resizing the table without preload, 110,000 live counters | |"
     echo "|---|---:|"
     echo "| one resize (to 250,000 or 200,000 slots), median of 11 | $resize_ms ms |"
     echo "| fw_limit, 8 clients, 10,000 random keys, without resizes | $(printf '%.0f' "$growth_plain") TPS |"
@@ -478,6 +532,19 @@ goal_row() {
     done
     printf '| %s | %.0f | %s |\n' "the same, aged table, its first run (it unlinks the ended counters it meets)" \
         "$first_aged" "$(ratio "$first_aged" "$(med bulk_hashtext)")"
+    echo
+    IFS=/ read -r p50_plain p99_plain max_plain tps_plain <<<"$lat_plain"
+    IFS=/ read -r p50_scraped p99_scraped max_scraped tps_scraped <<<"$lat_scraped"
+    echo "| reading \`fw_capacity\` on the aged server grown to 1,000,000 slots, $capacity_used in use | |"
+    echo "|---|---:|"
+    echo "| one read, median of 11 (goal < 100 ms) | $capacity_ms ms |"
+    echo "| of which one partition's walk, under its lock (1/128) | $(awk -v t="$capacity_ms" 'BEGIN {printf "%.2f", t / 128}') ms |"
+    echo "| fw_limit, 8 clients, 10,000 random keys: latency median / 99th percentile / greatest, TPS | $p50_plain / $p99_plain / $max_plain ms, $tps_plain TPS |"
+    echo "| the same while one session reads fw_capacity back to back | $p50_scraped / $p99_scraped / $max_scraped ms, $tps_scraped TPS ($(ratio "$tps_scraped" "$tps_plain")x) |"
+    echo
+    echo "One read of memory that no cache holds, at a random 128-byte line of 12.8 MB (bench/memory_latency.c): $memory_ns ns." \
+         "A call on a random key among 100,000 reads its counter's slot so; \`hashtext()\` takes $(awk -v t="$(med bulk_hashtext)" 'BEGIN {printf "%.0f", t}') ns a row in its query," \
+         "so one such read alone puts a call at $(awk -v t="$(med bulk_hashtext)" -v m="$memory_ns" 'BEGIN {printf "%.2f", (t + m) / t}')x \`hashtext()\`."
     echo
     echo "| memory | bytes |"
     echo "|---|---:|"

@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../src"
 #   4  store: picks a store, counts statistics, reports failures;
 #      keeper: the background worker that looks after shared memory
 #   5  call: builds a call, inline or from a policy with the key's overrides
-#   6  limit, admin, trigger, define: the SQL-callable functions;
+#   6  limit, admin, capacity, trigger, define: the SQL-callable functions;
 #      fixed_window: _PG_init and the hooks
 layer() {
     case "$1" in
@@ -36,7 +36,7 @@ layer() {
             policy.h | policy.c) echo 3 ;;
         store.h | store.c | keeper.c) echo 4 ;;
         call.h | call.c) echo 5 ;;
-        limit.c | admin.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
+        limit.c | admin.c | capacity.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
         *) echo "unknown" ;;
     esac
 }

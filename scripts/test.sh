@@ -13,6 +13,9 @@
 #   tap         TAP tests (PostgreSQL::Test::Cluster): load across window
 #               boundaries, restarts, crashes, a standby, full memory, and the
 #               property test against the Python reference model
+#   monitoring  examples/monitoring: the alert rules' unit tests (promtool),
+#               then a cluster, postgres_exporter with the queries and
+#               Prometheus with the rules, the metrics read through PromQL
 #   service     the example HTTP service (examples/service), driven over HTTP
 #   deb         the Debian package: built (its build runs make installcheck),
 #               installed, and called on a fresh cluster; as root only
@@ -31,7 +34,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
-fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy"
+fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter
 fw_node_packages
 make -C "$FW_ROOT" -s clean >/dev/null
 fw_build_install
@@ -76,6 +79,7 @@ layer isolation-table test-isolation-table
 layer isolation-dsm test-isolation-dsm
 layer tap test-tap
 layer tap-dsm test-tap-dsm
+layer monitoring test-monitoring
 layer service test-service
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 

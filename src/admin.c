@@ -43,9 +43,13 @@ PG_FUNCTION_INFO_V1(fw_storage_in_use);
 PG_FUNCTION_INFO_V1(fw_now);
 PG_FUNCTION_INFO_V1(fw_displayable);
 
-/* Columns of fw_shmem_counters and fw_shmem_stats; the last one since 1.1. */
+/*
+ * Columns of fw_shmem_counters and fw_shmem_stats: the last of each since
+ * 1.1 (fw_shmem_stats' no_room since 1.5); an earlier declaration of the
+ * function takes the first ones.
+ */
 #define FW_COUNTERS_COLS	8
-#define FW_STATS_COLS		7
+#define FW_STATS_COLS		8
 
 static bool
 fwadmin_sees_all_keys(void)
@@ -251,13 +255,14 @@ fwadmin_collect_stats(const FwStatsView *stats, void *arg)
 	nulls[4] = (stats->last_denied_at == 0);
 	values[5] = TimestampTzGetDatum(stats->since);
 	values[6] = Int64GetDatum((int64) stats->shadow_denied);
+	values[7] = Int64GetDatum((int64) stats->no_room);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
  * fw_shmem_stats() returns setof (name, calls, allowed, denied,
- * last_denied_at, since, shadow_denied); declared by 1.0 without
- * shadow_denied
+ * last_denied_at, since, shadow_denied, no_room); declared by 1.0 without
+ * the last two, by 1.1 to 1.4 without no_room
  *
  * The statistics of this database's limits in shared memory; a row with a
  * NULL name counts the calls of limits that found no room.

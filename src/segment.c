@@ -87,7 +87,7 @@
  * FW_REGISTRY_SIZE bytes, so that a library whose FwRegistry differs finds
  * it rather than fails to (ShmemInitStruct checks the size).
  */
-#define FW_SHMEM_LAYOUT		2
+#define FW_SHMEM_LAYOUT		3
 #define FW_MAGIC_MASK		0xFFFFFF00
 #define FW_REGISTRY_MAGIC	(0x46575200 | FW_SHMEM_LAYOUT)	/* "FWR" */
 #define FW_SEGMENT_MAGIC	(0x46575300 | FW_SHMEM_LAYOUT)	/* "FWS" */

@@ -138,6 +138,7 @@
 #define FW_NO_ENTRY			(-1)	/* no entry of databases[] or roles[] */
 #define FW_MAX_ROLES		1024	/* roles whose slots are counted at once */
 #define FW_DEFAULT_COUNTERS	100000
+#define FW_WALK_AHEAD		8	/* buckets a walk loads ahead (of one partition) */
 
 /* Where the keeper saves the counters at shutdown (see fwshmem_dump). */
 #define FW_DUMP_FILE		"pg_stat/fixed_window.stat"
@@ -1161,6 +1162,16 @@ fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMo
 	{
 		uint32		prev = FW_NIL;
 		uint32		slot = fw_buckets[bucket];
+		uint32		ahead = bucket + FW_WALK_AHEAD * FW_NUM_PARTITIONS;
+
+		/*
+		 * The buckets of a partition lie apart, and their chains' slots
+		 * anywhere: start loading both a few buckets ahead of the one walked.
+		 */
+		if (ahead + FW_WALK_AHEAD * FW_NUM_PARTITIONS < fw_shared->nbuckets)
+			FW_PREFETCH(&fw_buckets[ahead + FW_WALK_AHEAD * FW_NUM_PARTITIONS]);
+		if (ahead < fw_shared->nbuckets && fw_buckets[ahead] != FW_NIL)
+			FW_PREFETCH(&fw_slots[fw_buckets[ahead]]);
 
 		while (slot != FW_NIL)
 		{
@@ -2033,6 +2044,110 @@ fwshmem_databases(Oid *dbids)
 			dbids[n++] = dbid;
 	}
 	return n;
+}
+
+/* What a walk of fwshmem_capacity adds up, by entry of databases[] and roles[]. */
+typedef struct FwCapacityWalk
+{
+	int64		forget_before;	/* a counter forgettable then is reclaimable */
+	uint64		live;
+	uint64		reclaimable;
+	uint64		database_live[FW_MAX_DATABASES];
+	uint64		database_reclaimable[FW_MAX_DATABASES];
+	uint64		role_live[FW_MAX_ROLES];
+	uint64		role_reclaimable[FW_MAX_ROLES];
+} FwCapacityWalk;
+
+static bool
+fwshmem_capacity_visit(FwCounter *counter, void *arg)
+{
+	FwCapacityWalk *walk = (FwCapacityWalk *) arg;
+	uint32		slots = fwshmem_slots_needed(counter->name_len + counter->key_len);
+
+	if (fwshmem_forgettable(&counter->data, walk->forget_before))
+	{
+		walk->reclaimable += slots;
+		walk->database_reclaimable[counter->database] += slots;
+		walk->role_reclaimable[counter->role] += slots;
+	}
+	else
+	{
+		walk->live += slots;
+		walk->database_live[counter->database] += slots;
+		walk->role_live[counter->role] += slots;
+	}
+	return false;
+}
+
+/* The holders among entries (n of them) and what the walk found of theirs. */
+static FwShmemHolder *
+fwshmem_capacity_holders(const FwShare *entries, int n, const uint64 *live,
+						 const uint64 *reclaimable, int *nholders)
+{
+	FwShmemHolder *holders = palloc(n * sizeof(FwShmemHolder));
+	int			i;
+
+	*nholders = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (!OidIsValid(entries[i].oid) ||
+			(entries[i].slots == 0 && live[i] == 0 && reclaimable[i] == 0))
+			continue;
+		holders[*nholders].oid = entries[i].oid;
+		holders[*nholders].slots = entries[i].slots;
+		holders[*nholders].live = live[i];
+		holders[*nholders].reclaimable = reclaimable[i];
+		(*nholders)++;
+	}
+	return holders;
+}
+
+/*
+ * How full the table is, into capacity: its slots, those of live counters
+ * and of counters that a reclaim at now would free, in all and by database
+ * and role, with the shares that bound them.  Returns false, and fills in
+ * nothing, when there is no table yet: none is created.  The counters are
+ * walked one partition at a time under its lock held shared, so a call
+ * waits at most for one partition's walk; the figures are thus not of one
+ * instant, as under load no figures could be.
+ */
+bool
+fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now)
+{
+	FwCapacityWalk *walk;
+	FwShare		databases[FW_MAX_DATABASES];
+	FwShare		roles[FW_MAX_ROLES];
+	int			partition;
+
+	if (!fwshmem_attach(false))
+		return false;
+	walk = palloc0(sizeof(FwCapacityWalk));
+	walk->forget_before = fwsettings_clock_no_later(now);
+	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
+		fwshmem_walk_partition(partition, fwshmem_capacity_visit, walk, FW_WALK_READ);
+	if (fw_shared == NULL)
+		return false;			/* the table went while it was walked */
+
+	SpinLockAcquire(&fw_shared->mutex);
+	capacity->nslots = fw_shared->nslots;
+	capacity->nfree = fw_shared->nfree;
+	memcpy(databases, fw_shared->databases, sizeof(databases));
+	memcpy(roles, fw_shared->roles, sizeof(roles));
+	SpinLockRelease(&fw_shared->mutex);
+
+	capacity->live = walk->live;
+	capacity->reclaimable = walk->reclaimable;
+	capacity->bytes = fwshmem_size(capacity->nslots);
+	capacity->database_limit = fwsettings_share_of(capacity->nslots, fw_database_share);
+	capacity->role_limit = fwsettings_share_of(capacity->nslots, fw_role_share);
+	capacity->databases = fwshmem_capacity_holders(databases, FW_MAX_DATABASES,
+												   walk->database_live,
+												   walk->database_reclaimable,
+												   &capacity->ndatabases);
+	capacity->roles = fwshmem_capacity_holders(roles, FW_MAX_ROLES, walk->role_live,
+											   walk->role_reclaimable, &capacity->nroles);
+	pfree(walk);
+	return true;
 }
 
 /* Map the table, creating it -- with the saved counters -- if there is none. */

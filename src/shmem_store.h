@@ -26,6 +26,31 @@ typedef struct FwShmemUsage
 	bool		role_known;		/* false: too many roles hold counters */
 } FwShmemUsage;
 
+/* The slots of one database or role (fwshmem_capacity). */
+typedef struct FwShmemHolder
+{
+	Oid			oid;
+	uint32		slots;			/* what its share counts now */
+	uint64		live;			/* slots of its live counters */
+	uint64		reclaimable;	/* slots of its counters a reclaim would free */
+} FwShmemHolder;
+
+/* How full the table is (fwshmem_capacity). */
+typedef struct FwShmemCapacity
+{
+	uint32		nslots;
+	uint32		nfree;
+	uint64		live;
+	uint64		reclaimable;
+	Size		bytes;			/* of the table's segment */
+	uint32		database_limit; /* the most one database may take */
+	uint32		role_limit;		/* the most one role may take */
+	int			ndatabases;
+	FwShmemHolder *databases;	/* palloc'd */
+	int			nroles;
+	FwShmemHolder *roles;		/* palloc'd */
+} FwShmemCapacity;
+
 #define FW_MIN_COUNTERS		1000
 #define FW_MAX_COUNTERS		100000000
 
@@ -42,6 +67,7 @@ extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove
 extern bool fwshmem_remove(const FwIdentity *id);
 extern void fwshmem_drop_database(Oid dbid);
 extern void fwshmem_no_room_usage(FwShmemUsage *usage);
+extern bool fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now);
 extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
 extern void fwshmem_save_at_shutdown(void);
 extern int	fwshmem_databases(Oid *dbids);

@@ -2,7 +2,8 @@
  *
  * stats.c
  *	  Per-limit statistics of calls answered from shared memory: calls,
- *	  allowed, denied, the last denial, and since when.
+ *	  allowed, denied, those that found no room for a new counter, the last
+ *	  denial, and since when.
  *
  * A fixed-size hash table keyed by (database, limit name), in a dynamic
  * shared memory segment of its own (segment.c) that the first call to count
@@ -83,6 +84,7 @@ typedef struct FwStatsEntry
 	pg_atomic_uint64 allowed;
 	pg_atomic_uint64 denied;
 	pg_atomic_uint64 shadow_denied; /* allowed, but a shadow window would deny */
+	pg_atomic_uint64 no_room;	/* found no room for a new counter */
 	pg_atomic_uint64 last_denied_at;	/* a TimestampTz; 0 for never */
 	pg_atomic_uint64 since;		/* a TimestampTz */
 	uint32		database_bound; /* overflow entry: the share the database
@@ -122,6 +124,7 @@ typedef struct FwStatsPending
 	uint64		allowed;
 	uint64		denied;
 	uint64		shadow_denied;
+	uint64		no_room;
 	TimestampTz last_denied_at; /* of the last denial counted here */
 	TimestampTz first_at;		/* the first call's time: a new entry's since */
 } FwStatsPending;
@@ -281,6 +284,7 @@ fwstats_add(const FwStatsKey *key, TimestampTz since)
 		pg_atomic_init_u64(&entry->allowed, 0);
 		pg_atomic_init_u64(&entry->denied, 0);
 		pg_atomic_init_u64(&entry->shadow_denied, 0);
+		pg_atomic_init_u64(&entry->no_room, 0);
 		pg_atomic_init_u64(&entry->last_denied_at, 0);
 		pg_atomic_init_u64(&entry->since, (uint64) since);
 		entry->database_bound = 0;
@@ -356,22 +360,20 @@ fwstats_pending_is(const FwStatsPending *pending, const FwIdentity *id)
 }
 
 /*
- * Count one fw_limit call answered from shared memory, under the name of
- * its limit or policy (id's name up to a zero byte), at decision->now: in
- * this backend until fwstats_flush.  fwstats_open was called before.
+ * Where this backend holds the counts of id's database and name, from a
+ * call at now: their place among the pending ones, added if need be.
+ * fwstats_open was called before, and the statistics are mapped.
  */
-void
-fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict)
+static FwStatsPending *
+fwstats_pending_of(const FwIdentity *id, TimestampTz now)
 {
 	FwStatsPending *pending = NULL;
 	int			i;
 
-	if (fw_stats == NULL)
-		return;					/* no statistics here (single-user mode) */
 	if (fw_npending > 0 &&
 		(pg_atomic_read_u64(&fw_stats->resets.value) != fw_pending_resets ||
-		 decision->now < fw_pending_since ||
-		 decision->now - fw_pending_since >= FW_STATS_HOLD_MS * INT64CONST(1000)))
+		 now < fw_pending_since ||
+		 now - fw_pending_since >= FW_STATS_HOLD_MS * INT64CONST(1000)))
 		fwstats_flush();		/* a reset, a clock moved back, or a second */
 
 	/* the name of the last call first, as calls of one name come in runs */
@@ -387,19 +389,39 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 		if (fw_npending == 0)
 		{
 			fw_pending_resets = pg_atomic_read_u64(&fw_stats->resets.value);
-			fw_pending_since = decision->now;
+			fw_pending_since = now;
 		}
 		pending = &fw_pending[fw_npending++];
 		memset(pending, 0, sizeof(FwStatsPending));
 		fwstats_key_init(&pending->key, id->dbid, id->name, id->name_len);
 		pending->reset_count = fwstats_reset_count(id->dbid);
-		pending->first_at = decision->now;
+		pending->first_at = now;
 	}
 	fw_last_pending = pending - fw_pending;
+	return pending;
+}
 
+/*
+ * Count one fw_limit call answered from shared memory, under the name of
+ * its limit or policy (id's name up to a zero byte), at decision->now: in
+ * this backend until fwstats_flush.  no_room: the call found no room for a
+ * new counter, and was answered without one (fixed_window.fail_open).
+ * fwstats_open was called before.
+ */
+void
+fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict *verdict,
+			  bool no_room)
+{
+	FwStatsPending *pending;
+
+	if (fw_stats == NULL)
+		return;					/* no statistics here (single-user mode) */
+	pending = fwstats_pending_of(id, decision->now);
 	pending->calls++;
 	if (verdict->shadow_denied)
 		pending->shadow_denied++;
+	if (no_room)
+		pending->no_room++;
 	if (verdict->ok)
 		pending->allowed++;
 	else
@@ -407,6 +429,19 @@ fwstats_count(const FwIdentity *id, const FwDecision *decision, const FwVerdict 
 		pending->denied++;
 		pending->last_denied_at = decision->now;
 	}
+}
+
+/*
+ * Count one fw_limit call that found no room for a new counter and is
+ * about to fail for it: as no_room only, since it gets no answer.  Its
+ * transaction is aborted, which adds the count (fwstats_flush).
+ */
+void
+fwstats_count_refused(const FwIdentity *id, TimestampTz now)
+{
+	if (fw_stats == NULL)
+		return;
+	fwstats_pending_of(id, now)->no_room++;
 }
 
 /* Raise, or lower, a time kept in an atomic to t. */
@@ -469,6 +504,8 @@ fwstats_flush(void)
 			pg_atomic_fetch_add_u64(&entry->calls, pending->calls);
 			if (pending->shadow_denied > 0)
 				pg_atomic_fetch_add_u64(&entry->shadow_denied, pending->shadow_denied);
+			if (pending->no_room > 0)
+				pg_atomic_fetch_add_u64(&entry->no_room, pending->no_room);
 			if (pending->allowed > 0)
 				pg_atomic_fetch_add_u64(&entry->allowed, pending->allowed);
 			if (pending->denied > 0)
@@ -506,11 +543,28 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 		view.allowed = pg_atomic_read_u64(&entry->allowed);
 		view.denied = pg_atomic_read_u64(&entry->denied);
 		view.shadow_denied = pg_atomic_read_u64(&entry->shadow_denied);
+		view.no_room = pg_atomic_read_u64(&entry->no_room);
 		view.last_denied_at = (TimestampTz) pg_atomic_read_u64(&entry->last_denied_at);
 		view.since = (TimestampTz) pg_atomic_read_u64(&entry->since);
 		visitor(&view, arg);
 	}
 	LWLockRelease(&fw_stats->lock.lock);
+}
+
+/*
+ * How many names hold entries of their own, of the FW_MAX_STATS they may,
+ * and the bytes of the statistics' segment; false when there is none yet.
+ */
+bool
+fwstats_usage(uint32 *named, Size *bytes)
+{
+	if (!fwstats_attach(false))
+		return false;
+	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
+	*named = fw_stats->named;
+	LWLockRelease(&fw_stats->lock.lock);
+	*bytes = FW_SEGMENT_HEADER_SIZE + sizeof(FwStats);
+	return true;
 }
 
 /*

@@ -24,6 +24,7 @@ typedef struct FwStatsView
 	uint64		allowed;
 	uint64		denied;
 	uint64		shadow_denied;
+	uint64		no_room;		/* calls that found no room for a counter */
 	TimestampTz last_denied_at; /* 0 for never */
 	TimestampTz since;
 } FwStatsView;
@@ -32,9 +33,11 @@ typedef void (*FwStatsVisitor) (const FwStatsView *stats, void *arg);
 
 extern void fwstats_open(void);
 extern void fwstats_count(const FwIdentity *id, const FwDecision *decision,
-						  const FwVerdict *verdict);
+						  const FwVerdict *verdict, bool no_room);
+extern void fwstats_count_refused(const FwIdentity *id, TimestampTz now);
 extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
 extern int	fwstats_databases(Oid *dbids, int max);
+extern bool fwstats_usage(uint32 *named, Size *bytes);
 extern void fwstats_forget_database(Oid dbid);
 
 #endif							/* FW_STATS_H */

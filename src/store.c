@@ -97,7 +97,9 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 		result = fwshmem_apply(call, outcome);
 		full = fwdecide_no_room(result);
 		if (call->mode == FW_MODE_SPEND && (result == FW_APPLY_OK || (full && fw_fail_open)))
-			fwstats_count(&call->ids[0], &outcome->decisions[0], &outcome->verdict);
+			fwstats_count(&call->ids[0], &outcome->decisions[0], &outcome->verdict, full);
+		else if (call->mode == FW_MODE_SPEND && full)
+			fwstats_count_refused(&call->ids[0], fwsettings_clock_now());
 	}
 	else
 	{

@@ -63,6 +63,15 @@ SELECT has_function_privilege('public', 'fw_resize_counters(integer)', 'EXECUTE'
 SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
 SELECT name, key, period, remaining FROM fw_counters WHERE name LIKE 'upg%'
 ORDER BY name, key, period;
+
+ALTER EXTENSION fixed_window UPDATE TO '1.5';
+-- 1.5: fw_capacity, for every role, as fw_stats; fw_stats counts the calls
+-- that found no room, and keeps what it counted.
+SELECT has_table_privilege('public', 'fw_capacity', 'SELECT') AS public_reads_capacity,
+       has_table_privilege('public', 'fw_stats', 'SELECT') AS public_reads_stats;
+SELECT name, calls, allowed, denied, no_room FROM fw_stats WHERE name LIKE 'upg%' ORDER BY name;
+SELECT storage, scope FROM fw_capacity WHERE storage = 'table';
+SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
 SELECT extversion = default_version AS current
 FROM pg_extension JOIN pg_available_extensions ON name = extname
 WHERE extname = 'fixed_window';

@@ -314,6 +314,23 @@ is( $node->safe_psql('postgres', q{
 		SELECT count(*) FROM fw_counters WHERE key IN ('new', 'new2', 'poor')}),
 	'0', 'and nothing was created for them');
 
+# Calls that found no room are counted, refused (53400, no other column) or
+# allowed uncounted (fail_open, also in calls and allowed); fw_check is not
+# counted.  fw_capacity shows why: every slot holds a live counter.
+is( $node->safe_psql('postgres', q{
+		SELECT calls, allowed, denied, no_room FROM fw_stats WHERE name = 'fill'}),
+	'2004|2002|2|5', 'fw_stats counts the five calls that found no room');
+is( $node->safe_psql('postgres', q{
+		SET fixed_window.debug_now = '2026-07-01 12:00:00.5+00';
+		SELECT scope, capacity, used, live, reclaimable, live_percent FROM fw_capacity
+		WHERE storage = 'shmem' AND scope IN ('counters', 'database') ORDER BY scope}),
+	"counters|2000|2000|2000|0|100.0\ndatabase|2000|2000|2000|0|100.0",
+	'fw_capacity: every slot, and the database\'s whole share, live');
+is( $node->safe_psql('postgres', q{
+		SET fixed_window.debug_now = '2026-07-01 12:00:01+00';
+		SELECT used, live, reclaimable, live_percent FROM fw_capacity WHERE scope = 'counters'}),
+	'2000|0|2000|0.0', 'a second later: every slot reclaimable, none yet freed');
+
 # Only superusers may turn it on.
 $node->safe_psql('postgres', 'CREATE ROLE plain');
 ($ret, $out, $err) = $node->psql('postgres', "LOAD 'fixed_window'; SET ROLE plain; SET fixed_window.fail_open = on;");

@@ -2,7 +2,7 @@
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
 # statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
-# the default version of the control file (1.4).  After the update the
+# the default version of the control file (1.5).  After the update the
 # counters of both backends are still there and answer as before, the views
 # and admin functions work with their 1.0.1 behaviour, and every member
 # object, with its definition, privileges and comment, equals that of a fresh
@@ -20,7 +20,10 @@
 # forever, a standby-hostile fw_counters), is updated to 1.3 with its
 # counters, and each is fixed.  A fifth, a live 1.3 with counters in shared
 # memory and in the table, is updated to 1.4: each counter stays where it was
-# and answers as before, and only superusers may resize shared memory.
+# and answers as before, and only superusers may resize shared memory.  A
+# sixth, a live 1.4 whose fw_stats is read by a role of its own, is updated
+# to 1.5: fw_stats keeps its rows and gains no_room, fw_capacity appears, and
+# both stay readable by that role.
 use strict;
 use warnings;
 
@@ -41,14 +44,15 @@ $node->start;
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
-is($default, '1.4', 'the control file names 1.4 as the default version');
+is($default, '1.5', 'the control file names 1.5 as the default version');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
 		FROM pg_extension_update_paths('fixed_window')
-		WHERE target = '1.4' AND path IS NOT NULL}),
-	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3--1.4, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3--1.4, '
-	  . '1.1 1.1--1.2--1.2.1--1.3--1.4, 1.2 1.2--1.2.1--1.3--1.4, 1.2.1 1.2.1--1.3--1.4, 1.3 1.3--1.4',
-	'update paths to 1.4: from every earlier version, each step in turn');
+		WHERE target = '1.5' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3--1.4--1.5, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3--1.4--1.5, '
+	  . '1.1 1.1--1.2--1.2.1--1.3--1.4--1.5, 1.2 1.2--1.2.1--1.3--1.4--1.5, '
+	  . '1.2.1 1.2.1--1.3--1.4--1.5, 1.3 1.3--1.4--1.5, 1.4 1.4--1.5',
+	'update paths to 1.5: from every earlier version, each step in turn');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -204,8 +208,8 @@ is($updated, $fresh, 'an updated 1.0 installation has exactly the objects of a f
 # ---------------------------------------------------------------------------
 is(columns($db, 'fw_counters'), "$counters_columns, period interval",
 	'fw_counters keeps its columns and gains period as the last one');
-is(columns($db, 'fw_stats'), "$stats_columns, shadow_denied bigint",
-	'fw_stats keeps its columns and gains shadow_denied as the last one');
+is(columns($db, 'fw_stats'), "$stats_columns, shadow_denied bigint, no_room bigint",
+	'fw_stats keeps its columns and gains shadow_denied (1.1), then no_room (1.5), at the end');
 
 # The inline counters as they stand: fw_check (spending nothing) on both
 # backends, and fw_counters.
@@ -414,7 +418,7 @@ $node->safe_psql($live13, q{
 	SELECT fw_limit('l13', 'in-table', 5, '1 hour', cost => 3);
 });
 my $counters13 = $node->safe_psql($live13, $list_counters);
-$node->safe_psql($live13, 'ALTER EXTENSION fixed_window UPDATE');
+$node->safe_psql($live13, "ALTER EXTENSION fixed_window UPDATE TO '1.4'");
 is($node->safe_psql($live13, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
 	'1.4', "$live13: updated to 1.4");
 is($node->safe_psql($live13, $list_counters), $counters13,
@@ -423,7 +427,34 @@ is($node->safe_psql($live13, q{SELECT fw_storage_in_use()}), 'shmem',
 	"$live13: a preloaded server's calls keep using shared memory (storage = auto)");
 ($ret, $out, $err) = $node->psql($live13, q{SET ROLE plain; SELECT fw_resize_counters(2000)});
 like($err, qr/permission denied for function fw_resize_counters/, "$live13: an ordinary role cannot resize shared memory");
+$node->safe_psql($live13, 'ALTER EXTENSION fixed_window UPDATE');
 is(members($live13), $fresh, "$live13: it has exactly the objects of a fresh installation");
+
+# ---------------------------------------------------------------------------
+# A live 1.4, updated to 1.5: fw_stats keeps its rows, gains no_room; the
+# role that read it reads fw_capacity too.
+my $live14 = 'live14';
+$node->safe_psql('postgres', "CREATE DATABASE $live14");
+$node->safe_psql($live14, "CREATE EXTENSION fixed_window VERSION '1.4'");
+$node->safe_psql($live14, q{
+	SELECT fw_limit('l14', 'in-shmem', 1, '1 hour') FROM generate_series(1, 3);
+	SET fixed_window.storage = 'table';
+	SELECT fw_limit('l14', 'in-table', 1, '1 hour') FROM generate_series(1, 2);
+});
+my $stats14 = q{SET ROLE plain; SELECT name, calls, allowed, denied FROM fw_stats WHERE name = 'l14'};
+is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: a plain role reads fw_stats of 1.4");
+$node->safe_psql($live14, 'ALTER EXTENSION fixed_window UPDATE');
+is($node->safe_psql($live14, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	'1.5', "$live14: updated to 1.5");
+is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: fw_stats keeps its rows");
+is($node->safe_psql($live14, q{SET ROLE plain; SELECT no_room FROM fw_stats WHERE name = 'l14'}),
+	'0', "$live14: and counts calls that found no room");
+is( $node->safe_psql($live14, q{
+		SET ROLE plain;
+		SELECT string_agg(storage || ' ' || scope || ' ' || used, ', ' ORDER BY storage, scope)
+		FROM fw_capacity WHERE storage = 'table' OR scope = 'database' AND name = current_database()}),
+	'shmem database 1, table database 1', "$live14: the plain role reads fw_capacity");
+is(members($live14), $fresh, "$live14: it has exactly the objects of a fresh installation");
 
 $node->stop;
 done_testing();

@@ -1,0 +1,81 @@
+-- fw_capacity: how full the stores are.  In a database of its own, so that
+-- its rows count this test's counters only; its figures are the same on a
+-- preloaded server and without preload.
+CREATE DATABASE fw_capacity_db;
+\c fw_capacity_db
+CREATE EXTENSION fixed_window;
+SET fixed_window.storage = 'shmem';
+
+-- Counts only, no key.
+SELECT attname, format_type(atttypid, atttypmod)
+FROM pg_attribute WHERE attrelid = 'fw_capacity'::regclass AND attnum > 0
+ORDER BY attnum;
+
+-- 30 counters of a minute and 20 of a century; a key of 200 bytes takes
+-- overflow slots too.
+SET fixed_window.debug_now = '2024-01-01 00:00:00+00';
+SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 30) g, fw_limit('cap_minute', g::text, 5, '1 minute');
+SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 20) g, fw_limit('cap_century', g::text, 5, '100 years');
+SELECT ok FROM fw_limit('cap_century', repeat('k', 200), 5, '100 years');
+
+-- This database's share: every slot live while the minute lasts.
+CREATE VIEW this_database AS
+    SELECT storage, scope, capacity = greatest(1, current_setting('fixed_window.max_counters')::bigint
+                                                * current_setting('fixed_window.database_share')::int / 100) AS its_share,
+           used, live, reclaimable,
+           live_percent = round(100.0 * live / capacity, 1) AS percent_right, bytes IS NULL AS no_bytes
+    FROM fw_capacity WHERE scope = 'database' AND name = current_database();
+SELECT * FROM this_database;
+
+-- Five minutes later the minute's counters are reclaimable, not yet freed.
+SET fixed_window.debug_now = '2024-01-01 00:05:00+00';
+SELECT * FROM this_database;
+
+-- The whole table: its size, at least this database's slots, its memory;
+-- the session's role holds this database's slots (and maybe more).
+SELECT c.capacity = current_setting('fixed_window.max_counters')::bigint AS all_slots,
+       c.used = c.live + c.reclaimable AS used_adds_up,
+       c.live >= d.live AND c.reclaimable >= d.reclaimable AS holds_the_database,
+       c.bytes > c.capacity * 120 AS bytes_for_every_slot
+FROM fw_capacity AS c, fw_capacity AS d
+WHERE c.scope = 'counters' AND d.storage = 'shmem' AND d.scope = 'database'
+  AND d.name = current_database();
+SELECT r.capacity = greatest(1, current_setting('fixed_window.max_counters')::bigint
+                                * current_setting('fixed_window.role_share')::int / 100) AS its_share,
+       r.live >= d.live AND r.reclaimable >= d.reclaimable AS holds_the_database
+FROM fw_capacity AS r, fw_capacity AS d
+WHERE r.scope = 'role' AND r.name = session_user
+  AND d.storage = 'shmem' AND d.scope = 'database' AND d.name = current_database();
+
+-- The statistics: this database's two names at least, of 1024.
+SELECT capacity, used >= 2 AS names, used = live AND reclaimable = 0 AS never_reclaimed,
+       bytes > 0 AS has_memory
+FROM fw_capacity WHERE scope = 'statistics';
+
+-- The table backend in this database: its rows, those fw_gc() deletes now,
+-- its size.
+SET fixed_window.storage = 'table';
+SET fixed_window.debug_now = '2024-01-01 00:00:00+00';
+SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 10) g, fw_limit('cap_minute', g::text, 5, '1 minute');
+SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 5) g, fw_limit('cap_century', g::text, 5, '100 years');
+CREATE VIEW this_table AS
+    SELECT storage, scope, name = current_database() AS this_database, capacity, used, live,
+           reclaimable, live_percent, bytes > 0 AS has_bytes
+    FROM fw_capacity WHERE storage = 'table';
+SELECT * FROM this_table;
+SET fixed_window.debug_now = '2024-01-01 00:05:00+00';
+SELECT * FROM this_table;
+SELECT fw_gc() AS deleted;
+SELECT * FROM this_table;
+
+-- Any role reads it, as it reads fw_stats, and sees no key.
+CREATE ROLE fw_capacity_reader;
+SET ROLE fw_capacity_reader;
+SELECT storage, scope, used, live, reclaimable FROM fw_capacity
+WHERE scope = 'database' AND name = current_database() ORDER BY storage;
+SELECT name, calls, allowed, denied, no_room FROM fw_stats ORDER BY name;
+RESET ROLE;
+
+\c contrib_regression
+DROP DATABASE fw_capacity_db;
+DROP ROLE fw_capacity_reader;

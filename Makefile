@@ -153,7 +153,7 @@ endif
 # metrics end to end through postgres_exporter and Prometheus (TAP).
 test-monitoring: PROVE_TESTS = $(srcdir)/test/monitoring/*.pl
 test-monitoring:
-	promtool check rules $(srcdir)/examples/monitoring/alerts.yml
+	promtool check config $(srcdir)/examples/monitoring/prometheus.yml
 	cd $(srcdir)/examples/monitoring && promtool test rules alerts_test.yml
 	$(prove_installcheck)
 # The example HTTP service (Node.js, from npm) against a throwaway cluster.

@@ -57,6 +57,24 @@ fwcapacity_row(ReturnSetInfo *rsinfo, const char *scope, const char *name,
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/* A database's name, or its OID if it was dropped. */
+static char *
+fwcapacity_database_name(Oid dbid)
+{
+	char	   *name = get_database_name(dbid);
+
+	return name != NULL ? name : psprintf("%u", dbid);
+}
+
+/* A role's name, or its OID if it was dropped. */
+static char *
+fwcapacity_role_name(Oid roleid)
+{
+	char	   *name = GetUserNameFromId(roleid, true);
+
+	return name != NULL ? name : psprintf("%u", roleid);
+}
+
 /* The rows of holders, a database's or role's each, named by name_of. */
 static void
 fwcapacity_holders(ReturnSetInfo *rsinfo, const char *scope, const FwShmemHolder *holders,
@@ -65,20 +83,8 @@ fwcapacity_holders(ReturnSetInfo *rsinfo, const char *scope, const FwShmemHolder
 	int			i;
 
 	for (i = 0; i < n; i++)
-	{
-		char	   *name = name_of(holders[i].oid);
-
-		if (name == NULL)
-			name = psprintf("%u", holders[i].oid);
-		fwcapacity_row(rsinfo, scope, name, limit, (int64) holders[i].live,
+		fwcapacity_row(rsinfo, scope, name_of(holders[i].oid), limit, (int64) holders[i].live,
 					   (int64) holders[i].reclaimable, -1);
-	}
-}
-
-static char *
-fwcapacity_role_name(Oid roleid)
-{
-	return GetUserNameFromId(roleid, true);
 }
 
 /*
@@ -88,7 +94,8 @@ fwcapacity_role_name(Oid roleid)
  * Rows: the counters' table (scope "counters": its slots, and the bytes of
  * its segment), then each database and each role that holds slots (their
  * share of the slots as capacity), then the statistics (scope
- * "statistics": names with an entry of their own, of FW_MAX_STATS).  Where
+ * "statistics": names with an entry of their own, of FW_MAX_STATS, then by
+ * database, of its share).  Where
  * shared memory holds no table yet, the counters' row gives the size it
  * will have, fixed_window.max_counters, and nothing used; none is created
  * for the asking.
@@ -98,8 +105,7 @@ fw_shmem_capacity(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo;
 	FwShmemCapacity capacity;
-	uint32		named;
-	Size		bytes;
+	FwStatsUsage *stats;
 
 	fwcompat_init_materialized_srf(fcinfo);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -108,15 +114,24 @@ fw_shmem_capacity(PG_FUNCTION_ARGS)
 		fwcapacity_row(rsinfo, "counters", NULL, capacity.nslots, (int64) capacity.live,
 					   (int64) capacity.reclaimable, (int64) capacity.bytes);
 		fwcapacity_holders(rsinfo, "database", capacity.databases, capacity.ndatabases,
-						   capacity.database_limit, get_database_name);
+						   capacity.database_limit, fwcapacity_database_name);
 		fwcapacity_holders(rsinfo, "role", capacity.roles, capacity.nroles,
 						   capacity.role_limit, fwcapacity_role_name);
 	}
 	else if (fwshmem_available())
 		fwcapacity_row(rsinfo, "counters", NULL, fw_max_counters, 0, 0, 0);
 
-	if (fwstats_usage(&named, &bytes))
-		fwcapacity_row(rsinfo, "statistics", NULL, FW_MAX_STATS, named, 0, (int64) bytes);
+	stats = palloc(sizeof(FwStatsUsage));
+	if (fwstats_usage(stats))
+	{
+		int			i;
+
+		fwcapacity_row(rsinfo, "statistics", NULL, FW_MAX_STATS, stats->named, 0,
+					   (int64) stats->bytes);
+		for (i = 0; i < stats->ndatabases; i++)
+			fwcapacity_row(rsinfo, "statistics", fwcapacity_database_name(stats->dbids[i]),
+						   stats->database_limit, stats->database_named[i], 0, -1);
+	}
 	else if (fwshmem_available())
 		fwcapacity_row(rsinfo, "statistics", NULL, FW_MAX_STATS, 0, 0, 0);
 	return (Datum) 0;

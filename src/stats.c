@@ -552,18 +552,42 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 }
 
 /*
- * How many names hold entries of their own, of the FW_MAX_STATS they may,
- * and the bytes of the statistics' segment; false when there is none yet.
+ * How many names hold entries of their own, in all (of FW_MAX_STATS) and by
+ * database (of its share), and the bytes of the statistics' segment, into
+ * usage; false when there is no segment yet.
  */
 bool
-fwstats_usage(uint32 *named, Size *bytes)
+fwstats_usage(FwStatsUsage *usage)
 {
+	int			i;
+
 	if (!fwstats_attach(false))
 		return false;
+	usage->database_limit = fwsettings_share_of(FW_MAX_STATS, fw_database_share);
+	usage->bytes = FW_SEGMENT_HEADER_SIZE + sizeof(FwStats);
+	usage->ndatabases = 0;
 	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
-	*named = fw_stats->named;
+	usage->named = fw_stats->named;
+	for (i = 0; i < FW_STATS_PLACES; i++)
+	{
+		const FwStatsKey *key = &fw_stats->places[i].key;
+		int			d;
+
+		if (key->name_len < 0)
+			continue;			/* free, or a database's overflow entry */
+		for (d = 0; d < usage->ndatabases && usage->dbids[d] != key->dbid; d++)
+			;
+		if (d == usage->ndatabases)
+		{
+			if (d == FW_MAX_DATABASES)
+				continue;		/* cannot be: a name's database has a share */
+			usage->dbids[d] = key->dbid;
+			usage->database_named[d] = 0;
+			usage->ndatabases++;
+		}
+		usage->database_named[d]++;
+	}
 	LWLockRelease(&fw_stats->lock.lock);
-	*bytes = FW_SEGMENT_HEADER_SIZE + sizeof(FwStats);
 	return true;
 }
 

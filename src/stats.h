@@ -11,6 +11,7 @@
 #define FW_STATS_H
 
 #include "identity.h"
+#include "settings.h"
 
 /* Limit names whose statistics shared memory keeps, over all databases. */
 #define FW_MAX_STATS		1024
@@ -31,13 +32,24 @@ typedef struct FwStatsView
 
 typedef void (*FwStatsVisitor) (const FwStatsView *stats, void *arg);
 
+/* How many names have entries, in all and by database (fwstats_usage). */
+typedef struct FwStatsUsage
+{
+	uint32		named;			/* of FW_MAX_STATS */
+	uint32		database_limit; /* the most one database may name */
+	Size		bytes;			/* of the statistics' segment */
+	int			ndatabases;		/* databases that name any */
+	Oid			dbids[FW_MAX_DATABASES];
+	uint32		database_named[FW_MAX_DATABASES];
+} FwStatsUsage;
+
 extern void fwstats_open(void);
 extern void fwstats_count(const FwIdentity *id, const FwDecision *decision,
 						  const FwVerdict *verdict, bool no_room);
 extern void fwstats_count_refused(const FwIdentity *id, TimestampTz now);
 extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
 extern int	fwstats_databases(Oid *dbids, int max);
-extern bool fwstats_usage(uint32 *named, Size *bytes);
+extern bool fwstats_usage(FwStatsUsage *usage);
 extern void fwstats_forget_database(Oid dbid);
 
 #endif							/* FW_STATS_H */

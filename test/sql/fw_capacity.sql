@@ -1,8 +1,8 @@
 -- fw_capacity: how full the stores are.  In a database of its own, so that
 -- its rows count this test's counters only; its figures are the same on a
 -- preloaded server and without preload.
-CREATE DATABASE fw_capacity_db;
-\c fw_capacity_db
+CREATE DATABASE regress_fw_capacity;
+\c regress_fw_capacity
 CREATE EXTENSION fixed_window;
 SET fixed_window.storage = 'shmem';
 
@@ -47,10 +47,14 @@ FROM fw_capacity AS r, fw_capacity AS d
 WHERE r.scope = 'role' AND r.name = session_user
   AND d.storage = 'shmem' AND d.scope = 'database' AND d.name = current_database();
 
--- The statistics: this database's two names at least, of 1024.
+-- The statistics: this database's two names and maybe others, of 1024;
+-- this database's two, of its share.
 SELECT capacity, used >= 2 AS names, used = live AND reclaimable = 0 AS never_reclaimed,
        bytes > 0 AS has_memory
-FROM fw_capacity WHERE scope = 'statistics';
+FROM fw_capacity WHERE scope = 'statistics' AND name IS NULL;
+SELECT capacity = greatest(1, 1024 * current_setting('fixed_window.database_share')::int / 100) AS its_share,
+       used, live, reclaimable, bytes
+FROM fw_capacity WHERE scope = 'statistics' AND name = current_database();
 
 -- The table backend in this database: its rows, those fw_gc() deletes now,
 -- its size.
@@ -69,13 +73,13 @@ SELECT fw_gc() AS deleted;
 SELECT * FROM this_table;
 
 -- Any role reads it, as it reads fw_stats, and sees no key.
-CREATE ROLE fw_capacity_reader;
-SET ROLE fw_capacity_reader;
+CREATE ROLE regress_fw_capacity_reader;
+SET ROLE regress_fw_capacity_reader;
 SELECT storage, scope, used, live, reclaimable FROM fw_capacity
 WHERE scope = 'database' AND name = current_database() ORDER BY storage;
 SELECT name, calls, allowed, denied, no_room FROM fw_stats ORDER BY name;
 RESET ROLE;
 
 \c contrib_regression
-DROP DATABASE fw_capacity_db;
-DROP ROLE fw_capacity_reader;
+DROP DATABASE regress_fw_capacity;
+DROP ROLE regress_fw_capacity_reader;

@@ -15,7 +15,7 @@ fail() { echo "check-docs: $*" >&2; status=1; }
 
 # The objects of the README's table: backquoted fw_ names in its first column.
 readme_public=$(awk '/^### What PUBLIC may call/ { on = 1; next } on && /^#/ { exit } on && /^\| `/' README.md |
-    awk -F' \\| ' '{ print $1 }' | grep -o '`fw_[a-z_]*\(([^`]*)\)\?`' | tr -d '`' | sort)
+    awk -F' \\| ' '{ print $1 }' | grep -o '`fw_[a-z0-9_]*\(([^`]*)\)\?`' | tr -d '`' | sort)
 # The catalog's, from the test's expected output: the rows after each header.
 catalog_public=$(awk '
     /^ +public_function *$/ || /^ +public_relation .*$/ { on = 1; getline; next }

@@ -38,15 +38,16 @@ PG_FUNCTION_INFO_V1(fw_table_counters);
 PG_FUNCTION_INFO_V1(fw_may_see_key);
 PG_FUNCTION_INFO_V1(fw_shmem_reset);
 PG_FUNCTION_INFO_V1(fw_shmem_stats);
+PG_FUNCTION_INFO_V1(fw_shmem_stats_1_5);
 PG_FUNCTION_INFO_V1(fw_shmem_stats_reset);
 PG_FUNCTION_INFO_V1(fw_storage_in_use);
 PG_FUNCTION_INFO_V1(fw_now);
 PG_FUNCTION_INFO_V1(fw_displayable);
 
 /*
- * Columns of fw_shmem_counters and fw_shmem_stats: the last of each since
- * 1.1 (fw_shmem_stats' no_room since 1.5); an earlier declaration of the
- * function takes the first ones.
+ * Columns of fw_shmem_counters and of fw_shmem_stats_1_5: the last of each
+ * since 1.1 and 1.5; an earlier declaration (fw_shmem_stats) takes the
+ * first ones.
  */
 #define FW_COUNTERS_COLS	8
 #define FW_STATS_COLS		8
@@ -116,7 +117,7 @@ fwadmin_begin_counters_scan(FunctionCallInfo fcinfo, FwCountersScan *scan)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-	fwcompat_init_materialized_srf(fcinfo);
+	fwcompat_init_materialized_srf(fcinfo, FW_COUNTERS_COLS);
 	scan->store = rsinfo->setResult;
 	scan->tupdesc = rsinfo->setDesc;
 	scan->all_keys = fwadmin_sees_all_keys();
@@ -261,18 +262,32 @@ fwadmin_collect_stats(const FwStatsView *stats, void *arg)
 
 /*
  * fw_shmem_stats() returns setof (name, calls, allowed, denied,
- * last_denied_at, since, shadow_denied, no_room); declared by 1.0 without
- * the last two, by 1.1 to 1.4 without no_room
+ * last_denied_at, since, shadow_denied); declared by 1.0 without
+ * shadow_denied
+ * fw_shmem_stats_1_5() returns the same and no_room (since 1.5, for fw_stats)
  *
  * The statistics of this database's limits in shared memory; a row with a
- * NULL name counts the calls of limits that found no room.
+ * NULL name counts the calls of limits that found no room.  Each
+ * declaration takes the first of the columns.
  */
+static Datum
+fwadmin_stats(FunctionCallInfo fcinfo)
+{
+	fwcompat_init_materialized_srf(fcinfo, FW_STATS_COLS);
+	fwstats_foreach(MyDatabaseId, fwadmin_collect_stats, fcinfo->resultinfo);
+	return (Datum) 0;
+}
+
 Datum
 fw_shmem_stats(PG_FUNCTION_ARGS)
 {
-	fwcompat_init_materialized_srf(fcinfo);
-	fwstats_foreach(MyDatabaseId, fwadmin_collect_stats, fcinfo->resultinfo);
-	return (Datum) 0;
+	return fwadmin_stats(fcinfo);
+}
+
+Datum
+fw_shmem_stats_1_5(PG_FUNCTION_ARGS)
+{
+	return fwadmin_stats(fcinfo);
 }
 
 /*

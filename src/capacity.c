@@ -107,7 +107,7 @@ fw_shmem_capacity(PG_FUNCTION_ARGS)
 	FwShmemCapacity capacity;
 	FwStatsUsage *stats;
 
-	fwcompat_init_materialized_srf(fcinfo);
+	fwcompat_init_materialized_srf(fcinfo, FW_CAPACITY_COLS);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	if (fwshmem_capacity(&capacity, fwsettings_clock_now()))
 	{

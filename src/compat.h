@@ -135,11 +135,16 @@ fwcompat_insert_index_tuples(ResultRelInfo *result_rel, TupleTableSlot *slot, ES
 
 /*
  * Set up a set-returning function that fills a tuplestore
- * (InitMaterializedSRF from 15.1 on).
+ * (InitMaterializedSRF from 15.1 on), whose rows have at most max_columns
+ * columns: a declaration with more, as SQL objects of a later version than
+ * the library would make, is refused rather than given columns the library
+ * never filled.
  */
 static inline void
-fwcompat_init_materialized_srf(FunctionCallInfo fcinfo)
+fwcompat_init_materialized_srf(FunctionCallInfo fcinfo, int max_columns)
 {
+	ReturnSetInfo *result;
+
 #if PG_VERSION_NUM >= 150001
 	InitMaterializedSRF(fcinfo, 0);
 #else
@@ -163,6 +168,13 @@ fwcompat_init_materialized_srf(FunctionCallInfo fcinfo)
 	rsinfo->setDesc = CreateTupleDescCopy(tupdesc);
 	MemoryContextSwitchTo(oldcontext);
 #endif
+	result = (ReturnSetInfo *) fcinfo->resultinfo;
+	if (result->setDesc->natts > max_columns)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				errmsg("function returning rows of at most %d columns called with a row of %d",
+					   max_columns, result->setDesc->natts),
+				errhint("The SQL objects of fixed_window may be of a later version than its library: install the library of their version, and restart the server.")));
 }
 
 #endif							/* FW_COMPAT_H */

@@ -434,7 +434,7 @@ fwlimit_windows(FunctionCallInfo fcinfo, FwMode mode)
 	FwOutcome	outcome;
 	int			i;
 
-	fwcompat_init_materialized_srf(fcinfo);
+	fwcompat_init_materialized_srf(fcinfo, WIN_NATTS);
 	if (rsinfo->setDesc->natts != WIN_NATTS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),

@@ -2058,6 +2058,14 @@ typedef struct FwCapacityWalk
 	uint64		role_reclaimable[FW_MAX_ROLES];
 } FwCapacityWalk;
 
+/* The owners of the slots, as fwshmem_capacity copies them. */
+typedef struct FwCapacityEntries
+{
+	uint32		nslots;
+	FwShare		databases[FW_MAX_DATABASES];
+	FwShare		roles[FW_MAX_ROLES];
+} FwCapacityEntries;
+
 static bool
 fwshmem_capacity_visit(FwCounter *counter, void *arg)
 {
@@ -2079,10 +2087,15 @@ fwshmem_capacity_visit(FwCounter *counter, void *arg)
 	return false;
 }
 
-/* The holders among entries (n of them) and what the walk found of theirs. */
+/*
+ * The holders among entries (n of them, as they were after the walk) and
+ * what the walk found of theirs.  An entry that changed owner during the
+ * walk (before: as they were before it) may have had counters of its former
+ * owner counted: all the slots it holds now are given as live instead.
+ */
 static FwShmemHolder *
-fwshmem_capacity_holders(const FwShare *entries, int n, const uint64 *live,
-						 const uint64 *reclaimable, int *nholders)
+fwshmem_capacity_holders(const FwShare *before, const FwShare *entries, int n,
+						 const uint64 *live, const uint64 *reclaimable, int *nholders)
 {
 	FwShmemHolder *holders = palloc(n * sizeof(FwShmemHolder));
 	int			i;
@@ -2090,16 +2103,34 @@ fwshmem_capacity_holders(const FwShare *entries, int n, const uint64 *live,
 	*nholders = 0;
 	for (i = 0; i < n; i++)
 	{
+		FwShmemHolder *holder = &holders[*nholders];
+
 		if (!OidIsValid(entries[i].oid) ||
 			(entries[i].slots == 0 && live[i] == 0 && reclaimable[i] == 0))
 			continue;
-		holders[*nholders].oid = entries[i].oid;
-		holders[*nholders].slots = entries[i].slots;
-		holders[*nholders].live = live[i];
-		holders[*nholders].reclaimable = reclaimable[i];
+		holder->oid = entries[i].oid;
+		holder->slots = entries[i].slots;
+		holder->live = live[i];
+		holder->reclaimable = reclaimable[i];
+		if (before[i].oid != entries[i].oid)
+		{
+			holder->live = entries[i].slots;
+			holder->reclaimable = 0;
+		}
 		(*nholders)++;
 	}
 	return holders;
+}
+
+/* Copy the entries of databases[] and roles[], and the slots' counts. */
+static void
+fwshmem_capacity_entries(FwCapacityEntries *copy)
+{
+	SpinLockAcquire(&fw_shared->mutex);
+	copy->nslots = fw_shared->nslots;
+	memcpy(copy->databases, fw_shared->databases, sizeof(copy->databases));
+	memcpy(copy->roles, fw_shared->roles, sizeof(copy->roles));
+	SpinLockRelease(&fw_shared->mutex);
 }
 
 /*
@@ -2109,44 +2140,47 @@ fwshmem_capacity_holders(const FwShare *entries, int n, const uint64 *live,
  * nothing, when there is no table yet: none is created.  The counters are
  * walked one partition at a time under its lock held shared, so a call
  * waits at most for one partition's walk; the figures are thus not of one
- * instant, as under load no figures could be.
+ * instant, as under load no figures could be.  Counters are counted by the
+ * entries of databases[] and roles[] they hold slots in, which are copied
+ * before and after the walk to see which changed owner meanwhile.
  */
 bool
 fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now)
 {
 	FwCapacityWalk *walk;
-	FwShare		databases[FW_MAX_DATABASES];
-	FwShare		roles[FW_MAX_ROLES];
+	FwCapacityEntries *before;
+	FwCapacityEntries *after;
 	int			partition;
 
 	if (!fwshmem_attach(false))
 		return false;
 	walk = palloc0(sizeof(FwCapacityWalk));
+	before = palloc(sizeof(FwCapacityEntries));
+	after = palloc(sizeof(FwCapacityEntries));
 	walk->forget_before = fwsettings_clock_no_later(now);
+	fwshmem_capacity_entries(before);
 	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
 		fwshmem_walk_partition(partition, fwshmem_capacity_visit, walk, FW_WALK_READ);
 	if (fw_shared == NULL)
 		return false;			/* the table went while it was walked */
+	fwshmem_capacity_entries(after);
 
-	SpinLockAcquire(&fw_shared->mutex);
-	capacity->nslots = fw_shared->nslots;
-	capacity->nfree = fw_shared->nfree;
-	memcpy(databases, fw_shared->databases, sizeof(databases));
-	memcpy(roles, fw_shared->roles, sizeof(roles));
-	SpinLockRelease(&fw_shared->mutex);
-
+	capacity->nslots = after->nslots;
 	capacity->live = walk->live;
 	capacity->reclaimable = walk->reclaimable;
 	capacity->bytes = fwshmem_size(capacity->nslots);
 	capacity->database_limit = fwsettings_share_of(capacity->nslots, fw_database_share);
 	capacity->role_limit = fwsettings_share_of(capacity->nslots, fw_role_share);
-	capacity->databases = fwshmem_capacity_holders(databases, FW_MAX_DATABASES,
-												   walk->database_live,
+	capacity->databases = fwshmem_capacity_holders(before->databases, after->databases,
+												   FW_MAX_DATABASES, walk->database_live,
 												   walk->database_reclaimable,
 												   &capacity->ndatabases);
-	capacity->roles = fwshmem_capacity_holders(roles, FW_MAX_ROLES, walk->role_live,
-											   walk->role_reclaimable, &capacity->nroles);
+	capacity->roles = fwshmem_capacity_holders(before->roles, after->roles, FW_MAX_ROLES,
+											   walk->role_live, walk->role_reclaimable,
+											   &capacity->nroles);
 	pfree(walk);
+	pfree(before);
+	pfree(after);
 	return true;
 }
 

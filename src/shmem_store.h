@@ -39,7 +39,6 @@ typedef struct FwShmemHolder
 typedef struct FwShmemCapacity
 {
 	uint32		nslots;
-	uint32		nfree;
 	uint64		live;
 	uint64		reclaimable;
 	Size		bytes;			/* of the table's segment */

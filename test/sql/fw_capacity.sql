@@ -3,6 +3,16 @@
 -- preloaded server and without preload.
 CREATE DATABASE regress_fw_capacity;
 \c regress_fw_capacity
+-- Operators of another schema on the search_path when the extension is
+-- made, for operand types pg_catalog has no exact operator for: the views'
+-- operators are pg_catalog's, and reading them never runs these.
+CREATE FUNCTION public.fw_capacity_trap(numeric, bigint) RETURNS numeric
+LANGUAGE plpgsql AS $$ BEGIN RAISE NOTICE 'trap ran as %', current_user; RETURN 0; END $$;
+CREATE FUNCTION public.fw_capacity_trap_gt(numeric, integer) RETURNS boolean
+LANGUAGE plpgsql AS $$ BEGIN RAISE NOTICE 'trap ran as %', current_user; RETURN true; END $$;
+CREATE OPERATOR public.* (LEFTARG = numeric, RIGHTARG = bigint, FUNCTION = public.fw_capacity_trap);
+CREATE OPERATOR public./ (LEFTARG = numeric, RIGHTARG = bigint, FUNCTION = public.fw_capacity_trap);
+CREATE OPERATOR public.> (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = public.fw_capacity_trap_gt);
 CREATE EXTENSION fixed_window;
 SET fixed_window.storage = 'shmem';
 
@@ -23,7 +33,8 @@ CREATE VIEW this_database AS
     SELECT storage, scope, capacity = greatest(1, current_setting('fixed_window.max_counters')::bigint
                                                 * current_setting('fixed_window.database_share')::int / 100) AS its_share,
            used, live, reclaimable,
-           live_percent = round(100.0 * live / capacity, 1) AS percent_right, bytes IS NULL AS no_bytes
+           live_percent = round(100::numeric * live::numeric / capacity::numeric, 1) AS percent_right,
+           bytes IS NULL AS no_bytes
     FROM fw_capacity WHERE scope = 'database' AND name = current_database();
 SELECT * FROM this_database;
 
@@ -62,6 +73,8 @@ SET fixed_window.storage = 'table';
 SET fixed_window.debug_now = '2024-01-01 00:00:00+00';
 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 10) g, fw_limit('cap_minute', g::text, 5, '1 minute');
 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 5) g, fw_limit('cap_century', g::text, 5, '100 years');
+-- a counter that carries tokens over stays live, as fw_gc() keeps it
+SELECT ok FROM fw_limit('cap_rollover', 'k', 5, '1 minute', capacity => 10);
 CREATE VIEW this_table AS
     SELECT storage, scope, name = current_database() AS this_database, capacity, used, live,
            reclaimable, live_percent, bytes > 0 AS has_bytes
@@ -79,6 +92,27 @@ SELECT storage, scope, used, live, reclaimable FROM fw_capacity
 WHERE scope = 'database' AND name = current_database() ORDER BY storage;
 SELECT name, calls, allowed, denied, no_room FROM fw_stats ORDER BY name;
 RESET ROLE;
+
+-- No trap ran above; the extension's views use none.
+SELECT r.ev_class::regclass AS view, count(o.oid) AS traps
+FROM pg_rewrite r
+JOIN pg_depend e ON e.classid = 'pg_class'::regclass AND e.objid = r.ev_class AND e.deptype = 'e'
+LEFT JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+                     AND d.refclassid = 'pg_operator'::regclass
+LEFT JOIN pg_operator o ON o.oid = d.refobjid AND o.oprnamespace = 'public'::regnamespace
+WHERE r.ev_class IN ('fw_capacity'::regclass, 'fw_stats'::regclass)
+GROUP BY 1 ORDER BY r.ev_class::regclass::text;
+
+-- A declaration with more columns than the library fills, as SQL objects
+-- of a later version would make, is refused.
+CREATE FUNCTION wider_stats(OUT name text, OUT calls bigint, OUT allowed bigint, OUT denied bigint,
+    OUT last_denied_at timestamptz, OUT since timestamptz, OUT shadow_denied bigint,
+    OUT no_room bigint, OUT later bigint)
+RETURNS SETOF record AS 'fixed_window', 'fw_shmem_stats_1_5' LANGUAGE C;
+SELECT * FROM wider_stats();
+\set VERBOSITY sqlstate
+SELECT * FROM wider_stats();
+\set VERBOSITY default
 
 \c contrib_regression
 DROP DATABASE regress_fw_capacity;

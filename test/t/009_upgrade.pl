@@ -21,9 +21,10 @@
 # counters, and each is fixed.  A fifth, a live 1.3 with counters in shared
 # memory and in the table, is updated to 1.4: each counter stays where it was
 # and answers as before, and only superusers may resize shared memory.  A
-# sixth, a live 1.4 whose fw_stats is read by a role of its own, is updated
-# to 1.5: fw_stats keeps its rows and gains no_room, fw_capacity appears, and
-# both stay readable by that role.
+# sixth, a live 1.4 whose fw_stats an admin took from PUBLIC, granted to a
+# role and built a view on, is updated to 1.5: fw_stats keeps its rows, its
+# grants and that view, and gains no_room; fw_capacity appears, readable by
+# PUBLIC.
 use strict;
 use warnings;
 
@@ -431,8 +432,8 @@ $node->safe_psql($live13, 'ALTER EXTENSION fixed_window UPDATE');
 is(members($live13), $fresh, "$live13: it has exactly the objects of a fresh installation");
 
 # ---------------------------------------------------------------------------
-# A live 1.4, updated to 1.5: fw_stats keeps its rows, gains no_room; the
-# role that read it reads fw_capacity too.
+# A live 1.4, updated to 1.5: fw_stats keeps its rows, its grants and the
+# views built on it, and gains no_room; fw_capacity is readable by PUBLIC.
 my $live14 = 'live14';
 $node->safe_psql('postgres', "CREATE DATABASE $live14");
 $node->safe_psql($live14, "CREATE EXTENSION fixed_window VERSION '1.4'");
@@ -440,21 +441,35 @@ $node->safe_psql($live14, q{
 	SELECT fw_limit('l14', 'in-shmem', 1, '1 hour') FROM generate_series(1, 3);
 	SET fixed_window.storage = 'table';
 	SELECT fw_limit('l14', 'in-table', 1, '1 hour') FROM generate_series(1, 2);
+	DO $$ BEGIN
+	    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'monitor14') THEN
+	        CREATE ROLE monitor14;
+	    END IF;
+	END $$;
+	REVOKE SELECT ON fw_stats FROM PUBLIC;
+	GRANT SELECT ON fw_stats TO monitor14;
+	CREATE VIEW dashboard AS SELECT name, calls, denied FROM fw_stats;
+	GRANT SELECT ON dashboard TO monitor14;
 });
-my $stats14 = q{SET ROLE plain; SELECT name, calls, allowed, denied FROM fw_stats WHERE name = 'l14'};
-is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: a plain role reads fw_stats of 1.4");
+my $stats14 = q{SET ROLE monitor14; SELECT name, calls, allowed, denied FROM fw_stats WHERE name = 'l14'};
+is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: the role granted fw_stats reads it on 1.4");
 $node->safe_psql($live14, 'ALTER EXTENSION fixed_window UPDATE');
 is($node->safe_psql($live14, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
 	'1.5', "$live14: updated to 1.5");
-is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: fw_stats keeps its rows");
-is($node->safe_psql($live14, q{SET ROLE plain; SELECT no_room FROM fw_stats WHERE name = 'l14'}),
+is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: fw_stats keeps its rows and its grant");
+is($node->safe_psql($live14, q{SET ROLE monitor14; SELECT no_room FROM fw_stats WHERE name = 'l14'}),
 	'0', "$live14: and counts calls that found no room");
+($ret, $out, $err) = $node->psql($live14, q{SET ROLE plain; SELECT count(*) FROM fw_stats});
+like($err, qr/permission denied for view fw_stats/, "$live14: PUBLIC's revoked SELECT stays revoked");
+is($node->safe_psql($live14, q{SET ROLE monitor14; SELECT name, calls, denied FROM dashboard WHERE name = 'l14'}),
+	'l14|5|3', "$live14: a view built on fw_stats still works");
 is( $node->safe_psql($live14, q{
 		SET ROLE plain;
 		SELECT string_agg(storage || ' ' || scope || ' ' || used, ', ' ORDER BY storage, scope)
 		FROM fw_capacity WHERE storage = 'table' OR scope = 'database' AND name = current_database()}),
-	'shmem database 1, table database 1', "$live14: the plain role reads fw_capacity");
-is(members($live14), $fresh, "$live14: it has exactly the objects of a fresh installation");
+	'shmem database 1, table database 1', "$live14: an ordinary role reads fw_capacity");
+$node->safe_psql($live14, q{DROP VIEW dashboard; GRANT SELECT ON fw_stats TO PUBLIC; REVOKE SELECT ON fw_stats FROM monitor14});
+is(members($live14), $fresh, "$live14: with its grants back, it has exactly the objects of a fresh installation");
 
 $node->stop;
 done_testing();

@@ -279,7 +279,7 @@ router_cpu_split() {
 }
 
 # Latencies of fw_limit calls, in ms, from pgbench's log of each
-# transaction: median, 99th percentile, greatest, and the TPS.
+# transaction: median, 99th and 99.9th percentiles, greatest, and the TPS.
 call_latencies() {
     local prefix=$1
     rm -f "$prefix".*
@@ -287,7 +287,7 @@ call_latencies() {
         -l --log-prefix="$prefix" -f "$scripts/shmem_random.sql" postgres >"$dir/pgbench.out" 2>&1
     cat "$prefix".* | awk '{print $3 / 1000}' | sort -n |
         awk -v tps="$(awk '/^tps/ {printf "%.0f", $3}' "$dir/pgbench.out")" \
-            '{v[NR] = $1} END {printf "%.3f/%.3f/%.3f/%s\n", v[int((NR + 1) / 2)], v[int(NR * 0.99)], v[NR], tps}'
+            '{v[NR] = $1} END {printf "%.3f/%.3f/%.3f/%.3f/%s\n", v[int((NR + 1) / 2)], v[int(NR * 0.99)], v[int(NR * 0.999)], v[NR], tps}'
 }
 
 # The aged server's table grows to 1,000,000 slots and takes 850,000 more
@@ -553,16 +553,16 @@ goal_row() {
     printf '| %s | %.0f | %s |\n' "the same, aged table, its first run (it unlinks the ended counters it meets)" \
         "$first_aged" "$(ratio "$first_aged" "$(med bulk_hashtext)")"
     echo
-    IFS=/ read -r p50_plain p99_plain max_plain tps_plain <<<"$lat_plain"
-    IFS=/ read -r p50_busy p99_busy max_busy tps_busy <<<"$lat_busy"
-    IFS=/ read -r p50_scraped p99_scraped max_scraped tps_scraped <<<"$lat_scraped"
+    IFS=/ read -r p50_plain p99_plain p999_plain max_plain tps_plain <<<"$lat_plain"
+    IFS=/ read -r p50_busy p99_busy p999_busy max_busy tps_busy <<<"$lat_busy"
+    IFS=/ read -r p50_scraped p99_scraped p999_scraped max_scraped tps_scraped <<<"$lat_scraped"
     echo "| reading \`fw_capacity\` on the aged server grown to 1,000,000 slots, $capacity_used in use | |"
     echo "|---|---:|"
     echo "| one read, median of 11 (goal < 100 ms) | $capacity_ms ms |"
     echo "| of which one partition's walk, under its lock (1/128) | $(awk -v t="$capacity_ms" 'BEGIN {printf "%.2f", t / 128}') ms |"
-    echo "| fw_limit, 8 clients, 10,000 random keys: latency median / 99th percentile / greatest, TPS | $p50_plain / $p99_plain / $max_plain ms, $tps_plain TPS |"
-    echo "| the same while one session runs a query as long as a read, without locks, back to back | $p50_busy / $p99_busy / $max_busy ms, $tps_busy TPS ($(ratio "$tps_busy" "$tps_plain")x) |"
-    echo "| the same while one session reads fw_capacity back to back | $p50_scraped / $p99_scraped / $max_scraped ms, $tps_scraped TPS ($(ratio "$tps_scraped" "$tps_busy")x the busy run) |"
+    echo "| fw_limit, 8 clients, 10,000 random keys: latency median / 99th / 99.9th percentile / greatest, TPS | $p50_plain / $p99_plain / $p999_plain / $max_plain ms, $tps_plain TPS |"
+    echo "| the same while one session runs a query as long as a read, without locks, back to back | $p50_busy / $p99_busy / $p999_busy / $max_busy ms, $tps_busy TPS ($(ratio "$tps_busy" "$tps_plain")x) |"
+    echo "| the same while one session reads fw_capacity back to back | $p50_scraped / $p99_scraped / $p999_scraped / $max_scraped ms, $tps_scraped TPS ($(ratio "$tps_scraped" "$tps_busy")x the busy run) |"
     echo
     echo "One read of memory that no cache holds, at a random 128-byte line of 12.8 MB (bench/memory_latency.c): $memory_ns ns." \
          "A call on a random key among 100,000 reads its counter's slot so; \`hashtext()\` takes $(awk -v t="$(med bulk_hashtext)" 'BEGIN {printf "%.0f", t}') ns a row in its query," \

@@ -2049,7 +2049,8 @@ fwshmem_databases(Oid *dbids)
 /* What a walk of fwshmem_capacity adds up, by entry of databases[] and roles[]. */
 typedef struct FwCapacityWalk
 {
-	int64		forget_before;	/* a counter forgettable then is reclaimable */
+	int64		forget_before;	/* a counter whose window ended by then is
+								 * reclaimable */
 	uint64		live;
 	uint64		reclaimable;
 	uint64		database_live[FW_MAX_DATABASES];
@@ -2072,7 +2073,8 @@ fwshmem_capacity_visit(FwCounter *counter, void *arg)
 	FwCapacityWalk *walk = (FwCapacityWalk *) arg;
 	uint32		slots = fwshmem_slots_needed(counter->name_len + counter->key_len);
 
-	if (fwshmem_forgettable(&counter->data, walk->forget_before))
+	/* what a reclaim frees: every counter whose window has ended */
+	if (counter->data.window_end <= walk->forget_before)
 	{
 		walk->reclaimable += slots;
 		walk->database_reclaimable[counter->database] += slots;

@@ -111,6 +111,8 @@ like($scrape, qr/^fixed_window_calls_total\{datname="postgres",name="e2e_login"[
 	'five calls of e2e_login');
 like($scrape, qr/^fixed_window_denied_total\{datname="postgres",name="e2e_quiet"[^}]*\} 0$/m,
 	'none of e2e_quiet');
+like($scrape, qr/^fixed_window_since_timestamp_seconds\{datname="postgres",name="e2e_login"[^}]*storage="shmem"\} \d/m,
+	'since when e2e_login is counted, in shared memory');
 like($scrape, qr/^# TYPE fixed_window_slots_live gauge$/m, 'the capacity is a gauge');
 like($scrape, qr/^fixed_window_slots_capacity\{name="",scope="counters"[^}]*\} 1000$/m,
 	'of 1000 slots');
@@ -200,8 +202,8 @@ my $rules = $http->get("http://127.0.0.1:$prometheus_port/api/v1/rules");
 my @loaded = map { map { $_->{name} . ':' . $_->{health} } @{ $_->{rules} } }
   @{ decode_json($rules->{content})->{data}{groups} };
 is( join(' ', sort @loaded),
-	'FixedWindowCountersNearlyFull:ok FixedWindowDenialsRising:ok FixedWindowLimitDenying:ok FixedWindowNoRoom:ok',
-	'Prometheus loaded the four rules of alerts.yml');
+	'FixedWindowCountersNearlyFull:ok FixedWindowDenialsRising:ok FixedWindowLimitDenying:ok FixedWindowNoRoom:ok FixedWindowStatisticsNearlyFull:ok',
+	'Prometheus loaded the five rules of alerts.yml');
 my $firing = wait_for(sub {
 	my $r = $http->get("http://127.0.0.1:$prometheus_port/api/v1/alerts");
 	return undef unless $r->{success};

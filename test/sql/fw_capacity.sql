@@ -27,6 +27,9 @@ SET fixed_window.debug_now = '2024-01-01 00:00:00+00';
 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 30) g, fw_limit('cap_minute', g::text, 5, '1 minute');
 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 20) g, fw_limit('cap_century', g::text, 5, '100 years');
 SELECT ok FROM fw_limit('cap_century', repeat('k', 200), 5, '100 years');
+-- a counter that carries tokens over: a reclaim frees it once its window
+-- has ended, tokens and all, so it is reclaimable then
+SELECT ok FROM fw_limit('cap_minute', 'rollover', 5, '1 minute', capacity => 10);
 
 -- This database's share: every slot live while the minute lasts.
 CREATE VIEW this_database AS

@@ -290,6 +290,17 @@ call_latencies() {
             '{v[NR] = $1} END {printf "%.3f/%.3f/%.3f/%.3f/%s\n", v[int((NR + 1) / 2)], v[int(NR * 0.99)], v[int(NR * 0.999)], v[NR], tps}'
 }
 
+# call_latencies while one session runs the statements of SCRIPT (in
+# $scripts) back to back on the aged server.
+latencies_beside() {
+    local script=$1 prefix=$2 reader
+    PGHOST=$aged fw_as_user psql -X -q -f "$scripts/$script.sql" >/dev/null 2>&1 &
+    reader=$!
+    call_latencies "$prefix"
+    pkill -TERM -f "$script.sql" || true
+    wait "$reader" || true
+}
+
 # The aged server's table grows to 1,000,000 slots and takes 850,000 more
 # counters of an hour.  Prints the slots used, the median ms of 11 reads
 # of fw_capacity, then fw_limit's latencies (call_latencies) without reads,
@@ -299,7 +310,7 @@ call_latencies() {
 # two cores the busy session takes CPU from the calls either way: what the
 # reads' locks add is the difference between the last two.
 capacity_reads() {
-    local times=() plain=() busy=() scraped=() i reader ms_per_million capacity_ms n
+    local times=() plain=() busy=() scraped=() i ms_per_million capacity_ms n
     PGHOST=$aged fw_as_user psql -X -q -c "SELECT fw_resize_counters(1000000)" \
         -c "SELECT count(*) FROM generate_series(1, 850000) g WHERE (fw_limit('capacity', g::text, 10, '1 hour')).ok" >/dev/null
     for i in $(seq 11); do
@@ -316,16 +327,8 @@ capacity_reads() {
     for i in $(seq 20000); do echo "SELECT count(*) FROM generate_series(1, $n);"; done >"$scripts/busy_reads.sql"
     for i in $(seq "$RUNS"); do
         plain+=("$(call_latencies "$dir/lat_plain")")
-        PGHOST=$aged fw_as_user psql -X -q -f "$scripts/busy_reads.sql" >/dev/null 2>&1 &
-        reader=$!
-        busy+=("$(call_latencies "$dir/lat_busy")")
-        pkill -TERM -f busy_reads.sql || true
-        wait "$reader" || true
-        PGHOST=$aged fw_as_user psql -X -q -f "$scripts/capacity_reads.sql" >/dev/null 2>&1 &
-        reader=$!
-        scraped+=("$(call_latencies "$dir/lat_scraped")")
-        pkill -TERM -f capacity_reads.sql || true
-        wait "$reader" || true
+        busy+=("$(latencies_beside busy_reads "$dir/lat_busy")")
+        scraped+=("$(latencies_beside capacity_reads "$dir/lat_scraped")")
     done
     printf '%s\n' "${plain[@]}" | sort -t/ -k2 -n | median_line
     printf '%s\n' "${busy[@]}" | sort -t/ -k2 -n | median_line

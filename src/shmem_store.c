@@ -868,6 +868,17 @@ fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev)
 }
 
 /*
+ * Whether a reclaim at time t frees a counter: its window ended by then,
+ * whatever tokens it would roll over (fwshmem_reclaim, and what
+ * fwshmem_capacity counts as reclaimable).
+ */
+static inline bool
+fwshmem_reclaimable(const FwCounterData *data, int64 t)
+{
+	return data->window_end <= t;
+}
+
+/*
  * Whether a counter's state answers as no counter would from time t on: its
  * window ended by then, and it does not roll tokens over (see
  * fwshmem_reclaim).  The last call's rate and capacity stand for the next
@@ -877,7 +888,7 @@ fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev)
 static inline bool
 fwshmem_forgettable(const FwCounterData *data, int64 t)
 {
-	return data->window_end <= t && data->capacity <= data->rate;
+	return fwshmem_reclaimable(data, t) && data->capacity <= data->rate;
 }
 
 /* Whether slot is one of the nkeep slots of keep. */
@@ -1355,7 +1366,7 @@ fwshmem_reclaim_visit(FwCounter *counter, void *arg)
 {
 	FwReclaim  *reclaim = (FwReclaim *) arg;
 
-	if (counter->data.window_end <= reclaim->now)
+	if (fwshmem_reclaimable(&counter->data, reclaim->now))
 	{
 		reclaim->freed++;
 		return true;
@@ -2049,8 +2060,7 @@ fwshmem_databases(Oid *dbids)
 /* What a walk of fwshmem_capacity adds up, by entry of databases[] and roles[]. */
 typedef struct FwCapacityWalk
 {
-	int64		forget_before;	/* a counter whose window ended by then is
-								 * reclaimable */
+	int64		reclaim_before; /* the time a reclaim would judge by */
 	uint64		live;
 	uint64		reclaimable;
 	uint64		database_live[FW_MAX_DATABASES];
@@ -2073,8 +2083,7 @@ fwshmem_capacity_visit(FwCounter *counter, void *arg)
 	FwCapacityWalk *walk = (FwCapacityWalk *) arg;
 	uint32		slots = fwshmem_slots_needed(counter->name_len + counter->key_len);
 
-	/* what a reclaim frees: every counter whose window has ended */
-	if (counter->data.window_end <= walk->forget_before)
+	if (fwshmem_reclaimable(&counter->data, walk->reclaim_before))
 	{
 		walk->reclaimable += slots;
 		walk->database_reclaimable[counter->database] += slots;
@@ -2111,7 +2120,6 @@ fwshmem_capacity_holders(const FwShare *before, const FwShare *entries, int n,
 			(entries[i].slots == 0 && live[i] == 0 && reclaimable[i] == 0))
 			continue;
 		holder->oid = entries[i].oid;
-		holder->slots = entries[i].slots;
 		holder->live = live[i];
 		holder->reclaimable = reclaimable[i];
 		if (before[i].oid != entries[i].oid)
@@ -2152,17 +2160,15 @@ fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now)
 	FwCapacityWalk *walk;
 	FwCapacityEntries *before;
 	FwCapacityEntries *after;
-	int			partition;
 
 	if (!fwshmem_attach(false))
 		return false;
 	walk = palloc0(sizeof(FwCapacityWalk));
 	before = palloc(sizeof(FwCapacityEntries));
 	after = palloc(sizeof(FwCapacityEntries));
-	walk->forget_before = fwsettings_clock_no_later(now);
+	walk->reclaim_before = fwsettings_clock_no_later(now);
 	fwshmem_capacity_entries(before);
-	for (partition = 0; partition < FW_NUM_PARTITIONS; partition++)
-		fwshmem_walk_partition(partition, fwshmem_capacity_visit, walk, FW_WALK_READ);
+	fwshmem_walk(fwshmem_capacity_visit, walk, FW_WALK_READ);
 	if (fw_shared == NULL)
 		return false;			/* the table went while it was walked */
 	fwshmem_capacity_entries(after);

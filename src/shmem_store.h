@@ -30,7 +30,6 @@ typedef struct FwShmemUsage
 typedef struct FwShmemHolder
 {
 	Oid			oid;
-	uint32		slots;			/* what its share counts now */
 	uint64		live;			/* slots of its live counters */
 	uint64		reclaimable;	/* slots of its counters a reclaim would free */
 } FwShmemHolder;

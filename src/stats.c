@@ -552,6 +552,25 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 }
 
 /*
+ * The place of dbid among dbids[0 .. *n), added at the end when it is not
+ * there and *n < max; -1 when it is not there and there is no room.
+ */
+static int
+fwstats_database_index(Oid *dbids, int *n, int max, Oid dbid)
+{
+	int			d;
+
+	for (d = 0; d < *n && dbids[d] != dbid; d++)
+		;
+	if (d < *n)
+		return d;
+	if (*n == max)
+		return -1;
+	dbids[(*n)++] = dbid;
+	return d;
+}
+
+/*
  * How many names hold entries of their own, in all (of FW_MAX_STATS) and by
  * database (of its share), and the bytes of the statistics' segment, into
  * usage; false when there is no segment yet.
@@ -566,6 +585,7 @@ fwstats_usage(FwStatsUsage *usage)
 	usage->database_limit = fwsettings_share_of(FW_MAX_STATS, fw_database_share);
 	usage->bytes = FW_SEGMENT_HEADER_SIZE + sizeof(FwStats);
 	usage->ndatabases = 0;
+	memset(usage->database_named, 0, sizeof(usage->database_named));
 	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
 	usage->named = fw_stats->named;
 	for (i = 0; i < FW_STATS_PLACES; i++)
@@ -575,17 +595,10 @@ fwstats_usage(FwStatsUsage *usage)
 
 		if (key->name_len < 0)
 			continue;			/* free, or a database's overflow entry */
-		for (d = 0; d < usage->ndatabases && usage->dbids[d] != key->dbid; d++)
-			;
-		if (d == usage->ndatabases)
-		{
-			if (d == FW_MAX_DATABASES)
-				continue;		/* cannot be: a name's database has a share */
-			usage->dbids[d] = key->dbid;
-			usage->database_named[d] = 0;
-			usage->ndatabases++;
-		}
-		usage->database_named[d]++;
+		d = fwstats_database_index(usage->dbids, &usage->ndatabases, FW_MAX_DATABASES,
+								   key->dbid);
+		if (d >= 0)				/* always: a name's database has a share */
+			usage->database_named[d]++;
 	}
 	LWLockRelease(&fw_stats->lock.lock);
 	return true;
@@ -600,21 +613,15 @@ fwstats_databases(Oid *dbids, int max)
 {
 	int			n = 0;
 	int			i;
-	int			j;
 
 	if (!fwstats_attach(false))
 		return 0;
 	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
 	for (i = 0; i < FW_STATS_PLACES && n < max; i++)
 	{
-		Oid			dbid = fw_stats->places[i].key.dbid;
-
 		if (fw_stats->places[i].key.name_len == FW_STATS_FREE)
 			continue;
-		for (j = 0; j < n && dbids[j] != dbid; j++)
-			;
-		if (j == n)
-			dbids[n++] = dbid;
+		(void) fwstats_database_index(dbids, &n, max, fw_stats->places[i].key.dbid);
 	}
 	LWLockRelease(&fw_stats->lock.lock);
 	return n;

@@ -2072,7 +2072,6 @@ typedef struct FwCapacityWalk
 /* The owners of the slots, as fwshmem_capacity copies them. */
 typedef struct FwCapacityEntries
 {
-	uint32		nslots;
 	FwShare		databases[FW_MAX_DATABASES];
 	FwShare		roles[FW_MAX_ROLES];
 } FwCapacityEntries;
@@ -2137,7 +2136,6 @@ static void
 fwshmem_capacity_entries(FwCapacityEntries *copy)
 {
 	SpinLockAcquire(&fw_shared->mutex);
-	copy->nslots = fw_shared->nslots;
 	memcpy(copy->databases, fw_shared->databases, sizeof(copy->databases));
 	memcpy(copy->roles, fw_shared->roles, sizeof(copy->roles));
 	SpinLockRelease(&fw_shared->mutex);
@@ -2173,7 +2171,7 @@ fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now)
 		return false;			/* the table went while it was walked */
 	fwshmem_capacity_entries(after);
 
-	capacity->nslots = after->nslots;
+	capacity->nslots = fw_shared->nslots;
 	capacity->live = walk->live;
 	capacity->reclaimable = walk->reclaimable;
 	capacity->bytes = fwshmem_size(capacity->nslots);

@@ -106,6 +106,21 @@ LEFT JOIN pg_operator o ON o.oid = d.refobjid AND o.oprnamespace = 'public'::reg
 WHERE r.ev_class IN ('fw_capacity'::regclass, 'fw_stats'::regclass)
 GROUP BY 1 ORDER BY r.ev_class::regclass::text;
 
+-- README (Upgrading to 1.5): keeping fw_capacity to pg_monitor, as written.
+REVOKE SELECT ON fw_capacity FROM PUBLIC; REVOKE EXECUTE ON
+FUNCTION fw_shmem_capacity(), fw_table_capacity() FROM PUBLIC; GRANT SELECT
+ON fw_capacity TO pg_monitor; GRANT EXECUTE ON FUNCTION
+fw_shmem_capacity(), fw_table_capacity() TO pg_monitor;
+SET ROLE regress_fw_capacity_reader;
+SELECT count(*) FROM fw_capacity;
+SELECT count(*) FROM fw_shmem_capacity();
+SELECT count(*) FROM fw_table_capacity();
+RESET ROLE;
+GRANT pg_monitor TO regress_fw_capacity_reader;
+SET ROLE regress_fw_capacity_reader;
+SELECT count(*) > 0 AS reads_it FROM fw_capacity;
+RESET ROLE;
+
 -- A declaration with more columns than the library fills, as SQL objects
 -- of a later version would make, is refused.
 CREATE FUNCTION wider_stats(OUT name text, OUT calls bigint, OUT allowed bigint, OUT denied bigint,

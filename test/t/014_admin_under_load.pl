@@ -98,8 +98,9 @@ END \$\$;}
 	return ($h, \$out, \$err);
 }
 
-# The DBA's loop: maintenance commands, each its own statement, until the
-# deadline (pgbench runs them outside any transaction block).
+# The DBA's loop: maintenance commands, and a scrape's reads of fw_capacity
+# and fw_stats, each its own statement, until the deadline (pgbench runs
+# them outside any transaction block).
 my $maintenance = $node->basedir . '/maintenance.sql';
 PostgreSQL::Test::Utils::append_to_file($maintenance, q{
 VACUUM fw_counter;
@@ -110,6 +111,8 @@ VACUUM fw_override;
 REINDEX INDEX CONCURRENTLY fw_counter_pkey;
 REINDEX INDEX CONCURRENTLY fw_policy_pkey;
 REINDEX INDEX CONCURRENTLY fw_override_pkey;
+SELECT count(*) FROM fw_capacity;
+SELECT count(*) FROM fw_stats;
 });
 my $vacuum = $node->basedir . '/vacuum.sql';
 PostgreSQL::Test::Utils::append_to_file($vacuum, "VACUUM fw_counter;\n");

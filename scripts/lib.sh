@@ -11,8 +11,11 @@ set -euo pipefail
 
 FW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FW_PG_MAJOR=${FW_PG_MAJOR:-15}
+# The server's programs.  FW_PG_BIN may name another copy of them (see
+# docs/development.md, "Two working trees on one machine").
+FW_PG_BIN=${FW_PG_BIN:-/usr/lib/postgresql/$FW_PG_MAJOR/bin}
 FW_RUN_USER=${FW_RUN_USER:-postgres}
-export PATH="/usr/lib/postgresql/$FW_PG_MAJOR/bin:$PATH"
+export PATH="$FW_PG_BIN:$PATH"
 
 fw_log() { printf '==> %s\n' "$*" >&2; }
 
@@ -56,7 +59,7 @@ fw_node_packages() {
 
 # Build the extension and install it into the server's directories.
 fw_build_install() {
-    local pg_config="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config"
+    local pg_config="$FW_PG_BIN/pg_config"
     fw_log "building and installing fixed_window"
     make -C "$FW_ROOT" -s PG_CONFIG="$pg_config" >/dev/null
     make -C "$FW_ROOT" -s PG_CONFIG="$pg_config" install >/dev/null

@@ -64,7 +64,7 @@ wanted() { [ "$layers_asked" = "  " ] || [[ $layers_asked == *" $1 "* ]]; }
 layer() {
     local name=$1; shift
     wanted "$name" || return 0
-    run_layer "$name" fw_as_user make -C "$work" -s PG_CONFIG="/usr/lib/postgresql/$FW_PG_MAJOR/bin/pg_config" "$@"
+    run_layer "$name" fw_as_user make -C "$work" -s PG_CONFIG="$FW_PG_BIN/pg_config" "$@"
 }
 
 layer unit unit

@@ -30,7 +30,8 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed
 PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
 UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
 	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql \
-	sql/fixed_window--1.3--1.4.sql sql/fixed_window--1.4--1.5.sql
+	sql/fixed_window--1.3--1.4.sql sql/fixed_window--1.4--1.5.sql \
+	sql/fixed_window--1.5--1.6.sql
 PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql sql/fixed_window_proxy--1.1--1.2.sql
 UPGRADES_built = sql/fixed_window--1.2.1--1.3.sql sql/fixed_window_proxy--1.0--1.1.sql
 DATA = sql/fixed_window--1.0.sql sql/fixed_window_proxy--1.0.sql \

@@ -72,6 +72,11 @@ SELECT has_table_privilege('public', 'fw_capacity', 'SELECT') AS public_reads_ca
 SELECT name, calls, allowed, denied, no_room FROM fw_stats WHERE name LIKE 'upg%' ORDER BY name;
 SELECT storage, scope FROM fw_capacity WHERE storage = 'table';
 SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
+
+ALTER EXTENSION fixed_window UPDATE TO '1.6';
+-- 1.6: the counters and statistics answer as before.
+SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
+SELECT name, calls, allowed, denied, no_room FROM fw_stats WHERE name LIKE 'upg%' ORDER BY name;
 SELECT extversion = default_version AS current
 FROM pg_extension JOIN pg_available_extensions ON name = extname
 WHERE extname = 'fixed_window';

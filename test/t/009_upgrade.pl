@@ -2,7 +2,7 @@
 # updating a live installation: version 1.0 is created (from
 # fixed_window--1.0.sql), holds counters in shared memory and in the table,
 # statistics and a trigger, and is updated with ALTER EXTENSION ... UPDATE to
-# the default version of the control file (1.5).  After the update the
+# the default version of the control file (1.6).  After the update the
 # counters of both backends are still there and answer as before, the views
 # and admin functions work with their 1.0.1 behaviour, and every member
 # object, with its definition, privileges and comment, equals that of a fresh
@@ -45,15 +45,15 @@ $node->start;
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
 	q{SELECT default_version FROM pg_available_extensions WHERE name = 'fixed_window'});
-is($default, '1.5', 'the control file names 1.5 as the default version');
+is($default, '1.6', 'the control file names 1.6 as the default version');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source)
 		FROM pg_extension_update_paths('fixed_window')
-		WHERE target = '1.5' AND path IS NOT NULL}),
-	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3--1.4--1.5, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3--1.4--1.5, '
-	  . '1.1 1.1--1.2--1.2.1--1.3--1.4--1.5, 1.2 1.2--1.2.1--1.3--1.4--1.5, '
-	  . '1.2.1 1.2.1--1.3--1.4--1.5, 1.3 1.3--1.4--1.5, 1.4 1.4--1.5',
-	'update paths to 1.5: from every earlier version, each step in turn');
+		WHERE target = '1.6' AND path IS NOT NULL}),
+	'1.0 1.0--1.0.1--1.1--1.2--1.2.1--1.3--1.4--1.5--1.6, 1.0.1 1.0.1--1.1--1.2--1.2.1--1.3--1.4--1.5--1.6, '
+	  . '1.1 1.1--1.2--1.2.1--1.3--1.4--1.5--1.6, 1.2 1.2--1.2.1--1.3--1.4--1.5--1.6, '
+	  . '1.2.1 1.2.1--1.3--1.4--1.5--1.6, 1.3 1.3--1.4--1.5--1.6, 1.4 1.4--1.5--1.6, 1.5 1.5--1.6',
+	'update paths to 1.6: from every earlier version, each step in turn');
 
 my $db = 'updated';
 $node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -453,7 +453,7 @@ $node->safe_psql($live14, q{
 });
 my $stats14 = q{SET ROLE monitor14; SELECT name, calls, allowed, denied FROM fw_stats WHERE name = 'l14'};
 is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: the role granted fw_stats reads it on 1.4");
-$node->safe_psql($live14, 'ALTER EXTENSION fixed_window UPDATE');
+$node->safe_psql($live14, "ALTER EXTENSION fixed_window UPDATE TO '1.5'");
 is($node->safe_psql($live14, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
 	'1.5', "$live14: updated to 1.5");
 is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: fw_stats keeps its rows and its grant");
@@ -469,6 +469,7 @@ is( $node->safe_psql($live14, q{
 		FROM fw_capacity WHERE storage = 'table' OR scope = 'database' AND name = current_database()}),
 	'shmem database 1, table database 1', "$live14: an ordinary role reads fw_capacity");
 $node->safe_psql($live14, q{DROP VIEW dashboard; GRANT SELECT ON fw_stats TO PUBLIC; REVOKE SELECT ON fw_stats FROM monitor14});
+$node->safe_psql($live14, 'ALTER EXTENSION fixed_window UPDATE');
 is(members($live14), $fresh, "$live14: with its grants back, it has exactly the objects of a fresh installation");
 
 $node->stop;

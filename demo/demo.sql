@@ -9,7 +9,8 @@ CREATE EXTENSION fixed_window;
 LOAD 'fixed_window';
 ALTER SYSTEM SET fixed_window.storage = 'shmem';
 SELECT pg_reload_conf() \gset
-SET fixed_window.storage = 'shmem';   -- this session at once; new ones from the reload
+-- a new session reads the reloaded configuration
+\c
 SELECT fw_storage_in_use();
 \echo
 \echo '# At most 3 calls per 2 seconds for user 42, windows starting now. Four calls in a row:'

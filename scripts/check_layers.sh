@@ -17,7 +17,9 @@ cd "$(dirname "$0")/../src"
 #   0  compat.h, window: window and token arithmetic (pure, unit-tested)
 #   1  identity: counters' identities, hashes, validated limits;
 #      segment: the dynamic shared memory segments and their registry;
-#      settings: settings and clock; catalog: the extension's relations
+#      settings: settings and clock; placeholder: the admin's values where
+#      a role's was refused when the library loaded; catalog: the extension's
+#      relations
 #   2  decide: a call (FwCall) and its decision (FwOutcome)
 #   3  shmem_store, table_store, stats, policy: the stores, the statistics
 #      and the policies' cache, peers
@@ -30,6 +32,7 @@ layer() {
     case "$1" in
         compat.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
+            placeholder.h | placeholder.c | \
             segment.h | segment.c) echo 1 ;;
         decide.h | decide.c) echo 2 ;;
         shmem_store.h | shmem_store.c | table_store.h | table_store.c | stats.h | stats.c | \

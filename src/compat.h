@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 #include "utils/tuplestore.h"
 
 /* _PG_init is declared by fmgr.h from 16 on. */
@@ -58,6 +59,18 @@ extern void _PG_init(void);
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
+
+/* Every setting the server knows, and how many (one call from 16 on). */
+static inline struct config_generic **
+fwcompat_guc_variables(int *n)
+{
+#if PG_VERSION_NUM >= 160000
+	return get_guc_variables(n);
+#else
+	*n = GetNumConfigOptions();
+	return get_guc_variables();
+#endif
+}
 
 /* Memory for a check hook's "extra": guc_malloc from 16 on. */
 static inline void *

@@ -31,6 +31,7 @@
 #include "tcop/utility.h"
 
 #include "compat.h"
+#include "placeholder.h"
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
@@ -66,6 +67,31 @@ fwinit_shmem_startup_hook(void)
 }
 
 /*
+ * ALTER ROLE ... SET fixed_window.storage for one role, with or without IN
+ * DATABASE, is refused: storage is a database's or the server's (see
+ * fwsettings_check_storage, which can only refuse such a value when a
+ * session of the role starts).  ALTER ROLE ALL, and RESET, are allowed.
+ */
+static void
+fwinit_refuse_role_storage(Node *parsetree)
+{
+	AlterRoleSetStmt *stmt;
+
+	if (!IsA(parsetree, AlterRoleSetStmt))
+		return;
+	stmt = (AlterRoleSetStmt *) parsetree;
+	if (stmt->role == NULL || stmt->setstmt == NULL || stmt->setstmt->name == NULL ||
+		(stmt->setstmt->kind != VAR_SET_VALUE && stmt->setstmt->kind != VAR_SET_CURRENT) ||
+		pg_strcasecmp(stmt->setstmt->name, "fixed_window.storage") != 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
+			errmsg(FW_STORAGE_SCOPE_MESSAGE),
+			errdetail(FW_STORAGE_SCOPE_DETAIL),
+			errhint(FW_STORAGE_SCOPE_HINT)));
+}
+
+/*
  * DROP DATABASE: once the database is gone, so are its counters and
  * statistics, so that a database created later with the same OID does not
  * inherit them.  Only after the drop succeeded: it can still fail after
@@ -81,6 +107,7 @@ fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			dropped = InvalidOid;
 
+	fwinit_refuse_role_storage(parsetree);
 	if (IsA(parsetree, DropdbStmt))
 		dropped = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
 
@@ -101,8 +128,18 @@ fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 void
 _PG_init(void)
 {
+	FwPlaceholders held;
+
+	/*
+	 * Loaded into a running session, the settings may have had values that
+	 * a role may not give them: the admin's values then stand (see
+	 * placeholder.c).
+	 */
+	fwplaceholder_note(&held);
 	fwsettings_define();
 	fwshmem_define_settings();
+	MarkGUCPrefixReserved("fixed_window");
+	fwplaceholder_restore(&held);
 
 	/*
 	 * Without preloading, only sessions that loaded the library see a DROP
@@ -124,6 +161,4 @@ _PG_init(void)
 		shmem_startup_hook = fwinit_shmem_startup_hook;
 		fwshmem_start_keeper(false);
 	}
-
-	MarkGUCPrefixReserved("fixed_window");
 }

@@ -11,6 +11,7 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/elog.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -92,6 +93,38 @@ fwsettings_assign_debug_now(const char *newval, void *extra)
 }
 
 /*
+ * fixed_window.storage applies to a whole database or server: the
+ * configuration files, the server's command line, ALTER ROLE ALL (with or
+ * without IN DATABASE) and ALTER DATABASE.  A value for one role (ALTER
+ * ROLE, with or without IN DATABASE) or one session (its connection's
+ * options, SET, SET LOCAL, a function's SET clause) is refused, even a
+ * superuser's: calls of one key would otherwise keep counters in two
+ * stores, and behind a transaction pooler a session's SET reaches the next
+ * clients of its server connection.  A value being only validated
+ * (PGC_S_TEST: ALTER DATABASE or ALTER ROLE storing it) passes here; ALTER
+ * ROLE is refused by the utility hook (fixed_window.c) instead.
+ */
+static bool
+fwsettings_check_storage(int *newval, void **extra, GucSource source)
+{
+	switch (source)
+	{
+		case PGC_S_USER:
+		case PGC_S_DATABASE_USER:
+		case PGC_S_CLIENT:
+		case PGC_S_INTERACTIVE:
+		case PGC_S_SESSION:
+			GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
+			GUC_check_errmsg(FW_STORAGE_SCOPE_MESSAGE);
+			GUC_check_errdetail(FW_STORAGE_SCOPE_DETAIL);
+			GUC_check_errhint(FW_STORAGE_SCOPE_HINT);
+			return false;
+		default:
+			return true;
+	}
+}
+
+/*
  * The most of "total" (counter slots, statistics entries) that a share in
  * percent allows one database or role: at least one.
  */
@@ -144,17 +177,19 @@ fwsettings_define(void)
 
 	/*
 	 * Superuser only: a role that could switch storage would get fresh
-	 * counters and escape its limits.
+	 * counters and escape its limits; and only for a whole database or the
+	 * server (fwsettings_check_storage).
 	 */
 	DefineCustomEnumVariable("fixed_window.storage",
 							 "Chooses where counters live: shared memory or an unlogged table.",
-							 "auto means shared memory when the library is preloaded, the table otherwise.",
+							 "auto means shared memory when the library is preloaded, the table otherwise. "
+							 "Set for the server or a database, never for a role or a session.",
 							 &fw_storage,
 							 FW_STORAGE_AUTO,
 							 fw_storage_options,
 							 PGC_SUSET,
 							 0,
-							 NULL, NULL, NULL);
+							 fwsettings_check_storage, NULL, NULL);
 
 	DefineCustomBoolVariable("fixed_window.fail_open",
 							 "Allows calls that find no room for a new counter in shared memory.",

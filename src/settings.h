@@ -23,6 +23,17 @@ typedef enum FwStorage
 } FwStorage;
 
 /*
+ * fixed_window.storage is a database's or the server's, never a role's or
+ * a session's: what its refusals say.
+ */
+#define FW_STORAGE_SCOPE_MESSAGE \
+	"fixed_window.storage can be set only for the whole server or a whole database"
+#define FW_STORAGE_SCOPE_DETAIL \
+	"Set for one role or one session, it would keep some calls of a key in another store than the others, so that the key would have two counters."
+#define FW_STORAGE_SCOPE_HINT \
+	"Set it in postgresql.conf, with ALTER SYSTEM, or with ALTER DATABASE ... SET."
+
+/*
  * Databases whose counters and statistics shared memory accounts for at
  * once; each may hold fw_database_share percent of either.
  */

@@ -1,7 +1,9 @@
 -- fw_capacity: how full the stores are.  In a database of its own, so that
 -- its rows count this test's counters only; its figures are the same on a
--- preloaded server and without preload.
+-- preloaded server and without preload.  Its calls keep counters in shared
+-- memory first, then in the table: storage is chosen for a database.
 CREATE DATABASE regress_fw_capacity;
+ALTER DATABASE regress_fw_capacity SET fixed_window.storage = 'shmem';
 \c regress_fw_capacity
 -- Operators of another schema on the search_path when the extension is
 -- made, for operand types pg_catalog has no exact operator for: the views'
@@ -14,7 +16,6 @@ CREATE OPERATOR public.* (LEFTARG = numeric, RIGHTARG = bigint, FUNCTION = publi
 CREATE OPERATOR public./ (LEFTARG = numeric, RIGHTARG = bigint, FUNCTION = public.fw_capacity_trap);
 CREATE OPERATOR public.> (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = public.fw_capacity_trap_gt);
 CREATE EXTENSION fixed_window;
-SET fixed_window.storage = 'shmem';
 
 -- Counts only, no key.
 SELECT attname, format_type(atttypid, atttypmod)
@@ -72,7 +73,8 @@ FROM fw_capacity WHERE scope = 'statistics' AND name = current_database();
 
 -- The table backend in this database: its rows, those fw_gc() deletes now,
 -- its size.
-SET fixed_window.storage = 'table';
+ALTER DATABASE regress_fw_capacity SET fixed_window.storage = 'table';
+\c regress_fw_capacity
 SET fixed_window.debug_now = '2024-01-01 00:00:00+00';
 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 10) g, fw_limit('cap_minute', g::text, 5, '1 minute');
 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 5) g, fw_limit('cap_century', g::text, 5, '100 years');

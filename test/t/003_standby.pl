@@ -14,6 +14,7 @@ use Test::More;
 use File::Basename;
 
 my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+my ($on_storage) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -25,13 +26,14 @@ fixed_window.debug_now = '2026-06-01 12:00:00+00'
 });
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
-$primary->safe_psql('postgres', q{
-	SELECT fw_limit('api', 'k', 5, '1 hour');
-	SET fixed_window.storage = 'table';
-	SELECT fw_limit('api', 'on-table', 5, '1 hour');
-});
+$primary->safe_psql('postgres', q{SELECT fw_limit('api', 'k', 5, '1 hour')});
+$on_storage->($primary, 'postgres', 'table', q{SELECT fw_limit('api', 'on-table', 5, '1 hour')});
 is( $primary->safe_psql('postgres', "SELECT string_agg(key || ' ' || storage, ', ' ORDER BY key) FROM fw_counters"),
 	'k shmem, on-table table', 'the primary lists counters of both storages');
+# a database whose calls keep counters in the table, for the standby
+$primary->safe_psql('postgres', q{CREATE DATABASE tab});
+$primary->safe_psql('postgres', q{ALTER DATABASE tab SET fixed_window.storage = 'table'});
+$primary->safe_psql('tab', 'CREATE EXTENSION fixed_window');
 
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -52,15 +54,14 @@ is($primary->safe_psql('postgres', "SELECT remaining FROM fw_check('api', 'k', 5
 	'4', 'the primary keeps its own counters');
 
 # The table backend cannot write on a standby.
-my ($ret, $stdout, $stderr) = $standby->psql('postgres',
-	"\\set VERBOSITY verbose\nSET fixed_window.storage = 'table';\nSELECT * FROM fw_limit('api', 'k', 5, '1 hour')");
+my ($ret, $stdout, $stderr) = $standby->psql('tab',
+	"\\set VERBOSITY verbose\nSELECT * FROM fw_limit('api', 'k', 5, '1 hour')");
 isnt($ret, 0, 'the table backend fails on the standby');
 like($stderr, qr/ERROR:  25006: fixed_window cannot keep counters in its table on a standby/,
 	'with SQLSTATE 25006 and a clear message');
 like($stderr, qr/HINT:  Preload fixed_window on the standby/, 'and a hint');
 
-($ret, $stdout, $stderr) = $standby->psql('postgres',
-	"SET fixed_window.storage = 'table';\nSELECT * FROM fw_check('api', 'k', 5, '1 hour')");
+($ret, $stdout, $stderr) = $standby->psql('tab', "SELECT * FROM fw_check('api', 'k', 5, '1 hour')");
 like($stderr, qr/cannot keep counters in its table on a standby/, 'fw_check says the same');
 
 # The views on the standby: its shared-memory counters and statistics, and a

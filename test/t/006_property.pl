@@ -62,6 +62,7 @@ foreach my $seed (@seeds)
 		# each run starts without counters, in a database of its own
 		my $db = "property_${storage}_$seed";
 		$node->safe_psql('postgres', "CREATE DATABASE $db");
+		$node->safe_psql('postgres', "ALTER DATABASE $db SET fixed_window.storage = '$storage'");
 		$node->safe_psql($db, 'CREATE EXTENSION fixed_window');
 		local $ENV{PGDATABASE} = $db;
 

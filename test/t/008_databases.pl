@@ -27,6 +27,7 @@ use Test::More;
 use File::Basename;
 
 my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+my ($on_storage) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
 
 my $node = PostgreSQL::Test::Cluster->new('databases');
 $node->init;
@@ -49,8 +50,7 @@ sub create_db
 sub spend
 {
 	my ($db, $key, $storage) = @_;
-	return $node->safe_psql($db, qq{
-		SET fixed_window.storage = '$storage';
+	return $on_storage->($node, $db, $storage, qq{
 		SELECT string_agg((fw_limit('api', '$key', 5, '1 hour')).ok::text, ',' ORDER BY g)
 		FROM generate_series(1, 6) g});
 }
@@ -59,9 +59,8 @@ sub spend
 sub check
 {
 	my ($db, $key, $storage) = @_;
-	return $node->safe_psql($db, qq{
-		SET fixed_window.storage = '$storage';
-		SELECT ok || '|' || remaining FROM fw_check('api', '$key', 5, '1 hour')});
+	return $on_storage->($node, $db, $storage,
+		qq{SELECT ok || '|' || remaining FROM fw_check('api', '$key', 5, '1 hour')});
 }
 
 sub counters
@@ -120,7 +119,7 @@ is(stats('d1'), '', 'the new d1: fw_stats is empty');
 # those go too.
 create_db('d4', 'OID 50003');
 is(spend('d4', 'k', 'shmem'), $spent, 'd4: a key spent to denial');
-is($node->safe_psql('d4', q{SET fixed_window.storage = 'shmem'; SELECT fw_reset('api')}),
+is($on_storage->($node, 'd4', 'shmem', q{SELECT fw_reset('api')}),
 	'1', 'd4: its only counter reset');
 is(stats('d4'), 'api:6:5:1', 'd4: its statistics stay');
 drop_db('d4', 50003);
@@ -168,7 +167,6 @@ is(check('d3', 'k', 'shmem'), $denied, 'd3, not dropped, kept its counter across
 # (i) DROP EXTENSION and CREATE EXTENSION again in one database.
 # ---------------------------------------------------------------------------
 create_db('e1');
-$node->safe_psql('postgres', "ALTER DATABASE e1 SET fixed_window.storage = 'table'");
 is(spend('e1', 's', 'shmem'), $spent, 'e1: a shared-memory key spent');
 is(spend('e1', 't', 'table'), $spent, 'e1: a table key spent');
 is(counters('e1'), 'shmem:s:0,table:t:0', 'e1: fw_counters shows both');
@@ -186,6 +184,7 @@ is(stats('e1'), 'api:6:5:1', '(i) fw_stats keeps the shared-memory statistics on
 # (ii) CREATE DATABASE ... TEMPLATE.
 # ---------------------------------------------------------------------------
 is(spend('e1', 't', 'table'), $spent, 'e1: the table key spent again');
+$node->safe_psql('postgres', "ALTER DATABASE e1 SET fixed_window.storage = 'table'");
 is($node->safe_psql('e1', 'SHOW fixed_window.storage'), 'table', 'e1 uses the table by ALTER DATABASE');
 foreach my $strategy ('WAL_LOG', 'FILE_COPY')
 {

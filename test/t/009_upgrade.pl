@@ -33,6 +33,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename;
 
+my ($on_storage, $in_turn) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
@@ -62,14 +63,14 @@ is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'f
 	'1.0', 'version 1.0 installed');
 
 # Counters in shared memory and in the table; a trigger; statistics.
-$node->safe_psql($db, q{
+$in_turn->($node, $db, q{
 	SELECT fw_limit('api', 's1', 5, '1 hour', cost => 2);
 	SELECT fw_limit('api', 's2', 5, '1 hour') FROM generate_series(1, 6);
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('api', 't1', 5, '1 hour', cost => 3);
 	SELECT fw_limit('api', 't2', 5, '1 hour') FROM generate_series(1, 6);
 	SELECT fw_limit('gc', 'g', 1, '1 second');
-	RESET fixed_window.storage;
+	-- storage: default
 	CREATE TABLE signups (id int, ip text);
 	CREATE TRIGGER signup_quota BEFORE INSERT ON signups
 		FOR EACH ROW EXECUTE FUNCTION fw_trigger('sig', 'ip', '2', '1 hour');
@@ -80,11 +81,11 @@ $node->safe_psql($db, q{
 sub answers
 {
 	my ($d) = @_;
-	return $node->safe_psql($d // $db, q{
+	return $in_turn->($node, $d // $db, q{
 		SELECT string_agg(k || ':' || (SELECT ok || '/' || remaining
 			FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
 		FROM unnest(ARRAY['s1', 's2']) k;
-		SET fixed_window.storage = 'table';
+		-- storage: table
 		SELECT string_agg(k || ':' || (SELECT ok || '/' || remaining
 			FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
 		FROM unnest(ARRAY['t1', 't2']) k;
@@ -123,14 +124,14 @@ like($err, qr/rate limit "sig" exceeded/, 'the trigger still denies a third row'
 $node->safe_psql($db, "INSERT INTO signups VALUES (4, 'b')");
 
 # Counting goes on: a shared-memory call and a table call.
-$node->safe_psql($db, q{
+$in_turn->($node, $db, q{
 	SELECT fw_limit('api', 's1', 5, '1 hour');
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('api', 't1', 5, '1 hour');
 });
-is( $node->safe_psql($db, q{
+is( $in_turn->($node, $db, q{
 		SELECT (fw_check('api', 's1', 5, '1 hour', cost => 0)).remaining;
-		SET fixed_window.storage = 'table';
+		-- storage: table
 		SELECT (fw_check('api', 't1', 5, '1 hour', cost => 0)).remaining;
 	}),
 	"2\n1", 'both counters go on spending');
@@ -154,9 +155,9 @@ is( $node->safe_psql($db, q{
 $node->safe_psql($db, 'SELECT fw_stats_reset()');
 is($node->safe_psql($db, 'SELECT count(*) FROM fw_stats'), '0',
 	'after fw_stats_reset fw_stats lists nothing (1.0.1: only limits with calls)');
-$node->safe_psql($db, q{
+$in_turn->($node, $db, q{
 	SELECT fw_limit('api', 's3', 5, '1 hour');
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('api', 't3', 5, '1 hour');
 });
 is($node->safe_psql($db, q{SELECT concat_ws('/', name, calls, allowed, denied) FROM fw_stats}),
@@ -165,9 +166,9 @@ is($node->safe_psql($db, q{SELECT concat_ws('/', name, calls, allowed, denied) F
 # fw_reset on both backends.
 is($node->safe_psql($db, "SELECT fw_reset('api', 's2')"), '1', 'fw_reset removes a shared-memory counter');
 is($node->safe_psql($db, "SELECT fw_reset('api', 't2')"), '1', 'fw_reset removes a table counter');
-is( $node->safe_psql($db, q{
+is( $in_turn->($node, $db, q{
 		SELECT (fw_check('api', 's2', 5, '1 hour', cost => 0)).remaining;
-		SET fixed_window.storage = 'table';
+		-- storage: table
 		SELECT (fw_check('api', 't2', 5, '1 hour', cost => 0)).remaining;
 	}),
 	"5\n5", 'both keys start afresh');
@@ -218,7 +219,7 @@ my $inline = q{
 	SELECT string_agg(k || ':' || (SELECT concat_ws('/', ok, remaining)
 		FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
 	FROM unnest(ARRAY['s1', 's2', 's3']) k;
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT string_agg(k || ':' || (SELECT concat_ws('/', ok, remaining)
 		FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
 	FROM unnest(ARRAY['t1', 't2', 't3']) k;
@@ -226,7 +227,7 @@ my $inline = q{
 		',' ORDER BY storage, name, key)
 	FROM fw_counters WHERE period IS NULL;
 };
-my $inline_before = $node->safe_psql($db, $inline);
+my $inline_before = $in_turn->($node, $db, $inline);
 like($inline_before, qr{^s1:t/1,s2:t/4,s3:t/3\nt1:t/0,t2:t/4,t3:t/3\n}, 'the inline counters answer as before');
 is( $node->safe_psql($db, q{
 		SELECT string_agg(concat_ws('/', storage, key, coalesce(period::text, 'NULL')), ',' ORDER BY storage, key)
@@ -248,7 +249,7 @@ my $named = q{
 	SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
 	FROM generate_series(1, 4) g, LATERAL fw_limit('pol', 'k', least(g, 1)) r};
 is($node->safe_psql($db, $named), 't/2,t/1,t/0,f/0', 'fw_limit(name, key) in shared memory');
-is($node->safe_psql($db, "SET fixed_window.storage = 'table'; $named"), 't/2,t/1,t/0,f/0',
+is($on_storage->($node, $db, 'table', $named), 't/2,t/1,t/0,f/0',
 	'fw_limit(name, key) in the table');
 is( $node->safe_psql($db, q{
 		SELECT string_agg(concat_ws('/', storage, key, period, remaining), ',' ORDER BY storage, period)
@@ -267,7 +268,7 @@ is($node->safe_psql($db, q{
 		SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
 		FROM generate_series(1, 2) g, LATERAL fw_limit('api', 's1', least(g, 1)) r}),
 	't/0,f/0', 'a policy named api spends its own counter of s1');
-is($node->safe_psql($db, $inline), $inline_before, 'the inline counters of api are untouched by it');
+is($in_turn->($node, $db, $inline), $inline_before, 'the inline counters of api are untouched by it');
 cmp_ok($node->safe_psql($db, q{SELECT fw_reset('pol', 'k')}), '>=', 6,
 	'fw_reset(name, key) removes the counters of every window on both backends');
 is($node->safe_psql($db, q{SELECT count(*) FROM fw_counters WHERE name = 'pol'}), '0', 'none is left');
@@ -285,10 +286,10 @@ is($node->safe_psql($db, q{
 my $step = 'stepwise';
 $node->safe_psql('postgres', "CREATE DATABASE $step");
 $node->safe_psql($step, "CREATE EXTENSION fixed_window VERSION '1.0'");
-$node->safe_psql($step, q{
+$in_turn->($node, $step, q{
 	SELECT fw_limit('api', 's1', 5, '1 hour', cost => 2);
 	SELECT fw_limit('api', 's2', 5, '1 hour') FROM generate_series(1, 6);
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('api', 't1', 5, '1 hour', cost => 3);
 	SELECT fw_limit('api', 't2', 5, '1 hour') FROM generate_series(1, 6);
 });
@@ -307,17 +308,17 @@ is($node->safe_psql($step, "SELECT extversion FROM pg_extension WHERE extname = 
 	$default, "$step: updated to $default");
 is(answers($step), $step_before, "$step: $default answers the same, counters of both backends kept");
 is(members($step), $fresh, "$step: it has exactly the objects of a fresh installation");
-is($node->safe_psql($step, q{
+is($in_turn->($node, $step, q{
 		SELECT fw_define('pol', 2, '1 hour');
 		SELECT string_agg(concat_ws('', (fw_limit('pol', 'k')).ok), ',') FROM generate_series(1, 3);
-		SET fixed_window.storage = 'table';
+		-- storage: table
 		SELECT string_agg(concat_ws('', (fw_limit('pol', 'k')).ok), ',') FROM generate_series(1, 3);
 		SELECT count(*) FROM fw_counters WHERE name = 'pol' AND period = '1 hour';
 		SELECT count(*) FROM fw_counters WHERE name = 'api' AND period IS NULL;}),
 	"\nt,t,f\nt,t,f\n2\n4", "$step: named policies work on both backends; inline counters have period NULL");
-is($node->safe_psql($step, q{
+is($in_turn->($node, $step, q{
 		SELECT (fw_limit('api', 's1', 5, '1 hour')).remaining;
-		SET fixed_window.storage = 'table';
+		-- storage: table
 		SELECT (fw_limit('api', 't1', 5, '1 hour')).remaining;}),
 	"2\n1", "$step: the inline counters go on spending");
 
@@ -363,12 +364,12 @@ $node->safe_psql('postgres', q{
 	        CREATE ROLE plain;
 	    END IF;
 	END $$});
-$node->safe_psql($live121, q{
+$in_turn->($node, $live121, q{
 	CREATE SCHEMA m AUTHORIZATION plain;
 	SELECT fw_define('sec', 5, '1 hour');
 	SELECT fw_override('sec', 'secret@example.com', 100, '1 hour');
 	SELECT fw_limit('sec', 'spent');
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('sec', 'spent-in-table', 3);
 });
 # What 1.3 changes, asked as the role "plain" where it matters.
@@ -413,9 +414,9 @@ is(members($live121), $fresh, "$live121: it has exactly the objects of a fresh i
 my $live13 = 'live13';
 $node->safe_psql('postgres', "CREATE DATABASE $live13");
 $node->safe_psql($live13, "CREATE EXTENSION fixed_window VERSION '1.3'");
-$node->safe_psql($live13, q{
+$in_turn->($node, $live13, q{
 	SELECT fw_limit('l13', 'in-shmem', 5, '1 hour', cost => 2);
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('l13', 'in-table', 5, '1 hour', cost => 3);
 });
 my $counters13 = $node->safe_psql($live13, $list_counters);
@@ -437,9 +438,9 @@ is(members($live13), $fresh, "$live13: it has exactly the objects of a fresh ins
 my $live14 = 'live14';
 $node->safe_psql('postgres', "CREATE DATABASE $live14");
 $node->safe_psql($live14, "CREATE EXTENSION fixed_window VERSION '1.4'");
-$node->safe_psql($live14, q{
+$in_turn->($node, $live14, q{
 	SELECT fw_limit('l14', 'in-shmem', 1, '1 hour') FROM generate_series(1, 3);
-	SET fixed_window.storage = 'table';
+	-- storage: table
 	SELECT fw_limit('l14', 'in-table', 1, '1 hour') FROM generate_series(1, 2);
 	DO $$ BEGIN
 	    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'monitor14') THEN

@@ -42,6 +42,7 @@ use Test::More;
 use File::Basename;
 
 my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+my ($on_storage) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
 
 my $node = PostgreSQL::Test::Cluster->new('policy_dump');
 $node->init;
@@ -214,8 +215,7 @@ is(spend('a', 'api', 'vip', 1), 't/9', 'a: api spends on vip at its own rate');
 is(spend('a', 'api', 'root', 1), 't/5', 'a: the exempt key spends nothing');
 is(spend('a', 'login', 'u1', 1), 't/2', 'a: login spends on u1');
 is(spend('a', 'plan', 'c1', 1), 't/999', 'a: plan spends on c1');
-is( $node->safe_psql('a', q{
-		SET fixed_window.storage = 'table';
+is( $on_storage->($node, 'a', 'table', q{
 		SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
 		FROM generate_series(1, 2) g, LATERAL fw_limit('api', 't1', least(g, 1)) r}),
 	't/4,t/3', 'a: api spends on t1 in the table');

@@ -452,7 +452,7 @@ def call_sql(call):
 SETUP = r"""
 SET client_min_messages = warning;
 SET timezone = 'UTC';
-SET fixed_window.storage = '%s';
+DO $$ BEGIN IF fw_storage_in_use() <> '%s' THEN RAISE EXCEPTION 'the database does not keep counters in %s'; END IF; END $$;
 CREATE OR REPLACE FUNCTION pg_temp.usecs(i interval) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN i IS NULL THEN 'null'
@@ -542,7 +542,7 @@ def main():
     calls = list(Generator(args.seed).calls(args.calls))
     model = Model(phase_hashes(calls))
     expected = [model.call(c) for c in calls]
-    actual = psql(SETUP % args.storage + ''.join(call_sql(c) + '\n' for c in calls))
+    actual = psql(SETUP % (args.storage, args.storage) + ''.join(call_sql(c) + '\n' for c in calls))
 
     if len(actual) != len(expected):
         print('expected %d answers, got %d' % (len(expected), len(actual)))

@@ -19,6 +19,7 @@ OBJS = \
 	src/settings.o \
 	src/shmem_store.o \
 	src/stats.o \
+	src/subxact.o \
 	src/store.o \
 	src/table_store.o \
 	src/trigger.o \
@@ -53,7 +54,7 @@ ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_
 TAP_TESTS = 1
 TAP_DSM = 001_concurrent_load.pl 003_standby.pl 004_full_memory.pl 005_restart.pl 006_property.pl \
 	007_window_boundaries.pl 008_databases.pl 010_policy_atomicity.pl 011_policy_dump.pl \
-	014_admin_under_load.pl 017_growth.pl 018_aged_chains.pl
+	014_admin_under_load.pl 017_growth.pl 018_aged_chains.pl 020_transitions.pl
 NO_INSTALLCHECK = 1
 # Every test lives under test/: sql/ and expected/ for pg_regress (isolation's
 # expected files too), specs/, t/ for TAP, unit/ for the C unit tests.

@@ -18,27 +18,29 @@ cd "$(dirname "$0")/../src"
 #   1  identity: counters' identities, hashes, validated limits;
 #      segment: the dynamic shared memory segments and their registry;
 #      settings: settings and clock; placeholder: the admin's values where
-#      a role's was refused when the library loaded; catalog: the extension's
+#      a role's was refused when the library loaded; subxact: a step that
+#      may fail without failing its caller; catalog: the extension's
 #      relations
 #   2  decide: a call (FwCall) and its decision (FwOutcome)
 #   3  shmem_store, table_store, stats, policy: the stores, the statistics
 #      and the policies' cache, peers
-#   4  store: picks a store, counts statistics, reports failures;
+#   4  store: picks a store, counts statistics, reports failures, forgets
+#      dropped databases
+#   5  call: builds a call, inline or from a policy with the key's overrides;
 #      keeper: the background worker that looks after shared memory
-#   5  call: builds a call, inline or from a policy with the key's overrides
 #   6  limit, admin, capacity, trigger, define: the SQL-callable functions;
 #      fixed_window: _PG_init and the hooks
 layer() {
     case "$1" in
         compat.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
-            placeholder.h | placeholder.c | \
+            placeholder.h | placeholder.c | subxact.h | subxact.c | \
             segment.h | segment.c) echo 1 ;;
         decide.h | decide.c) echo 2 ;;
         shmem_store.h | shmem_store.c | table_store.h | table_store.c | stats.h | stats.c | \
             policy.h | policy.c) echo 3 ;;
-        store.h | store.c | keeper.c) echo 4 ;;
-        call.h | call.c) echo 5 ;;
+        store.h | store.c) echo 4 ;;
+        call.h | call.c | keeper.c) echo 5 ;;
         limit.c | admin.c | capacity.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
         *) echo "unknown" ;;
     esac

@@ -21,6 +21,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -28,6 +29,7 @@
 #include "policy.h"
 #include "settings.h"
 #include "shmem_store.h"
+#include "subxact.h"
 #include "stats.h"
 #include "store.h"
 #include "table_store.h"
@@ -299,7 +301,7 @@ fw_shmem_stats_1_5(PG_FUNCTION_ARGS)
 Datum
 fw_shmem_stats_reset(PG_FUNCTION_ARGS)
 {
-	fwstats_forget_database(MyDatabaseId);
+	fwstats_forget_database(MyDatabaseId, false);
 	PG_RETURN_VOID();
 }
 
@@ -328,11 +330,56 @@ fw_now(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Record the table's size as fixed_window.max_counters, as ALTER SYSTEM
+ * does (postgresql.auto.conf), so that a restart keeps it and later
+ * reloads read it; this session reads it at once, the others at their next
+ * reload.  The table has the size already: a failure to record it is only
+ * a warning.
+ */
+static void
+fwadmin_alter_system_step(void *arg)
+{
+	AlterSystemStmt *stmt = makeNode(AlterSystemStmt);
+	VariableSetStmt *set = makeNode(VariableSetStmt);
+
+	set->kind = VAR_SET_VALUE;
+	set->name = "fixed_window.max_counters";
+	set->args = list_make1(fwcompat_string_const((const char *) arg));
+	stmt->setstmt = set;
+	AlterSystemSetConfigFile(stmt);
+}
+
+static void
+fwadmin_record_size(int32 slots)
+{
+	char		value[16];
+	ErrorData  *error;
+
+	snprintf(value, sizeof(value), "%d", slots);
+	error = fwsubxact_try(fwadmin_alter_system_step, value);
+	if (error != NULL)
+	{
+		ereport(WARNING,
+				(errcode(error->sqlerrcode),
+				errmsg("the table of counters has %d slots, but this size could not be recorded: %s",
+					   slots, error->message),
+				errdetail("A restart makes the table of the size fixed_window.max_counters says, if its counters fit."),
+				errhint("Set fixed_window.max_counters to %d with ALTER SYSTEM, as a role that may.", slots)));
+		FreeErrorData(error);
+		return;
+	}
+	SetConfigOption("fixed_window.max_counters", value, PGC_SIGHUP, PGC_S_FILE);
+}
+
+/*
  * fw_resize_counters(slots integer) returns (slots_before, slots_after,
  * counters_moved)
  *
  * Replace shared memory's table of counters by one of slots slots, online
- * (fwshmem_resize).  The table is created first if there is none yet.
+ * (fwshmem_resize), and record that size as fixed_window.max_counters with
+ * ALTER SYSTEM, so that it survives a restart (a caller that may not run
+ * ALTER SYSTEM for it gets a warning instead).  The table is created first
+ * if there is none yet.
  */
 Datum
 fw_resize_counters(PG_FUNCTION_ARGS)
@@ -362,6 +409,7 @@ fw_resize_counters(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 
 	moved = fwshmem_resize((uint32) slots, &before);
+	fwadmin_record_size(slots);
 	values[0] = Int32GetDatum((int32) before);
 	values[1] = Int32GetDatum(slots);
 	values[2] = Int64GetDatum((int64) moved);

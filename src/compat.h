@@ -28,6 +28,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
@@ -70,6 +72,22 @@ fwcompat_guc_variables(int *n)
 	*n = GetNumConfigOptions();
 	return get_guc_variables();
 #endif
+}
+
+/* A string constant, as the parser makes SET's arguments (A_Const changed in 15). */
+static inline Node *
+fwcompat_string_const(const char *value)
+{
+	A_Const    *c = makeNode(A_Const);
+
+#if PG_VERSION_NUM >= 150000
+	c->val.sval = *makeString(pstrdup(value));
+#else
+	c->val.type = T_String;
+	c->val.val.str = pstrdup(value);
+#endif
+	c->location = -1;
+	return (Node *) c;
 }
 
 /* Memory for a check hook's "extra": guc_malloc from 16 on. */

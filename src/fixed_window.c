@@ -121,7 +121,7 @@ fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	if (OidIsValid(dropped))
 	{
 		fwshmem_drop_database(dropped);
-		fwstats_forget_database(dropped);
+		fwstats_forget_database(dropped, true);
 	}
 }
 

@@ -10,7 +10,10 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
 #include "common/hashfn.h"
+#include "common/relpath.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -89,6 +92,54 @@ fwidentity_hash64(const FwIdentity *id)
 	uint64		seed = hash_bytes_extended((const unsigned char *) id->name, id->name_len, 0);
 
 	return hash_bytes_extended((const unsigned char *) id->key, id->key_len, seed);
+}
+
+/*
+ * Which database of its OID this session's is.  Shared memory names
+ * databases by OID, and a database can be made with the OID of one dropped
+ * (CREATE DATABASE ... OID, which any role that may create databases can
+ * run), whose counters and statistics a session that never loaded the
+ * library could not see go.  A database's PG_VERSION file is written when
+ * the database is made and never after, so its inode number and the time
+ * it was written, to the nanosecond, tell one database of an OID from
+ * another.  Moving a database to another tablespace makes the file again:
+ * the moved database then counts as another.  0 when the file cannot be
+ * read: no database is then told from another.  Read once per session.
+ */
+#ifdef __APPLE__
+#define FW_MTIME_NSEC(st)	((st).st_mtimespec.tv_nsec)
+#else
+#define FW_MTIME_NSEC(st)	((st).st_mtim.tv_nsec)
+#endif
+
+uint64
+fwidentity_database_marker(void)
+{
+	static uint64 marker = 0;
+	static Oid	marked = InvalidOid;
+
+	if (marked != MyDatabaseId && OidIsValid(MyDatabaseId))
+	{
+		char	   *dir = GetDatabasePath(MyDatabaseId, MyDatabaseTableSpace);
+		char	   *path = psprintf("%s/PG_VERSION", dir);
+		struct stat st;
+		uint64		parts[3];
+
+		marker = 0;
+		if (stat(path, &st) == 0)
+		{
+			parts[0] = (uint64) st.st_ino;
+			parts[1] = (uint64) st.st_mtime;
+			parts[2] = (uint64) FW_MTIME_NSEC(st);
+			marker = hash_bytes_extended((const unsigned char *) parts, sizeof(parts), 0);
+			if (marker == 0)
+				marker = 1;		/* 0 means unknown */
+		}
+		pfree(path);
+		pfree(dir);
+		marked = MyDatabaseId;
+	}
+	return marker;
 }
 
 /*

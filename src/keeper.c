@@ -10,11 +10,13 @@
  *
  *	- creates the table at start, with the counters saved at the last clean
  *	  shutdown, when it is the first to need it (a preloaded server);
- *	- resizes the table when a reload changes fixed_window.max_counters;
+ *	- resizes the table when a reload changes fixed_window.max_counters
+ *	  (fwshmem_follow_setting), and as it starts, to a size asked for while
+ *	  none ran;
  *	- forgets, once a second, the counters and statistics of databases that
  *	  were dropped by sessions that had not loaded the library, which the
  *	  hook in fixed_window.c could not see: without preloading, only the
- *	  sessions that called fixed_window have it;
+ *	  sessions that called fixed_window have it (fwstore_sweep);
  *	- at a clean shutdown (SIGTERM), saves the counters once every other
  *	  backend has unmapped them.
  *
@@ -25,9 +27,11 @@
  * it again: the postmaster.pid file says whether the server is stopping.
  * It ignores SIGINT (pg_cancel_backend): it runs no statement to cancel.
  * Should it not come back, the next backend that maps the counters starts
- * another (fwshmem_attach).
+ * another (fwshmem_attach); while none runs, backends' calls resize and
+ * forget dropped databases themselves.
  *
  * It connects to no database: it reads only pg_database, a shared catalog.
+ * It sits above the store (store.c), whose sweep it runs.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -35,12 +39,6 @@
  */
 #include "postgres.h"
 
-#include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -50,13 +48,12 @@
 #include "storage/lwlock.h"
 #include "utils/guc.h"
 #include "utils/pidfile.h"
-#include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
-#include "stats.h"
+#include "store.h"
 
 #define FW_SWEEP_MS		1000	/* how often dropped databases are looked for */
 #define FW_PID_FILE		"postmaster.pid"	/* miscinit.c's, in the data directory */
@@ -110,90 +107,6 @@ fwkeeper_exit(int code, Datum arg)
 	fwsegment_keeper_end();
 }
 
-/*
- * Forget the databases that hold counters or statistics and are no longer
- * in pg_database.  Those holding them are read before the snapshot, so
- * that a database is missing from it only if it was dropped: one created
- * since could not have held counters before it.
- */
-#define FW_SWEEP_MAX	(FW_MAX_DATABASES + FW_MAX_STATS + FW_MAX_DATABASES)
-
-static void
-fwkeeper_sweep(void)
-{
-	Oid		   *held = palloc(sizeof(Oid) * FW_SWEEP_MAX);
-	bool	   *exists;
-	int			nheld = fwshmem_databases(held);
-	Relation	rel;
-	TableScanDesc scan;
-	HeapTuple	tuple;
-	int			i;
-	int			j;
-
-	nheld += fwstats_databases(held + nheld, FW_SWEEP_MAX - nheld);
-	if (nheld == 0)
-	{
-		pfree(held);
-		return;
-	}
-	exists = palloc0(sizeof(bool) * nheld);
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	scan = table_beginscan_catalog(rel, 0, NULL);
-	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Oid			dbid = ((Form_pg_database) GETSTRUCT(tuple))->oid;
-
-		for (i = 0; i < nheld; i++)
-			if (held[i] == dbid)
-				exists[i] = true;
-	}
-	table_endscan(scan);
-	table_close(rel, AccessShareLock);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-
-	for (i = 0; i < nheld; i++)
-	{
-		if (exists[i])
-			continue;
-		/* a database both held counters and statistics: forget it once */
-		for (j = i + 1; j < nheld; j++)
-			if (held[j] == held[i])
-				exists[j] = true;
-		fwshmem_drop_database(held[i]);
-		fwstats_forget_database(held[i]);
-		ereport(LOG,
-				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-				errmsg("fixed_window forgot the counters and statistics of dropped database %u",
-					   held[i])));
-	}
-	pfree(held);
-	pfree(exists);
-}
-
-/* Resize to a reloaded fixed_window.max_counters; an error is only logged. */
-static void
-fwkeeper_resize(void)
-{
-	MemoryContext context = CurrentMemoryContext;
-	uint32		before;
-
-	PG_TRY();
-	{
-		(void) fwshmem_resize((uint32) fw_max_counters, &before);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(context);
-		LWLockReleaseAll();
-		EmitErrorReport();
-		FlushErrorState();
-	}
-	PG_END_TRY();
-}
-
 void
 fwkeeper_main(Datum arg)
 {
@@ -222,6 +135,8 @@ fwkeeper_main(Datum arg)
 
 	/* a preloaded server's table exists from the start, loaded */
 	fwshmem_open();
+	/* a size asked for while no keeper ran */
+	fwshmem_follow_setting();
 
 	while (!fw_stopping)
 	{
@@ -231,16 +146,12 @@ fwkeeper_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
-			int			before = fw_max_counters;
-
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			/* only a changed setting: fw_resize_counters may have set another size */
-			if (fw_max_counters != before && (uint32) fw_max_counters != fwshmem_slots())
-				fwkeeper_resize();
+			fwshmem_follow_setting();
 		}
 		if (!fw_stopping)
-			fwkeeper_sweep();
+			fwstore_sweep();
 	}
 	if (!fwkeeper_server_stopping())
 	{

@@ -262,7 +262,7 @@ fwlimit_result_cache(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				errmsg("fw_result must have the columns ok, retry_after, remaining and reset_after"),
-				errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
+				errhint("Run ALTER EXTENSION fixed_window UPDATE if the extension in this database is of an earlier version; if its objects were altered by hand, undo the change as the README's \"Troubleshooting\" says. Dropping the extension would also drop its policies, overrides and grants.")));
 	for (i = 0; i < FW_RESULT_NATTS; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
@@ -273,7 +273,7 @@ fwlimit_result_cache(FunctionCallInfo fcinfo)
 					errmsg("column %d of fw_result has type %s instead of %s",
 						   i + 1, format_type_be(att->atttypid),
 						   format_type_be(fw_result_types[i])),
-					errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
+					errhint("Run ALTER EXTENSION fixed_window UPDATE if the extension in this database is of an earlier version; if its objects were altered by hand, undo the change as the README's \"Troubleshooting\" says. Dropping the extension would also drop its policies, overrides and grants.")));
 	}
 
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);

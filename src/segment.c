@@ -87,7 +87,7 @@
  * FW_REGISTRY_SIZE bytes, so that a library whose FwRegistry differs finds
  * it rather than fails to (ShmemInitStruct checks the size).
  */
-#define FW_SHMEM_LAYOUT		3
+#define FW_SHMEM_LAYOUT		4
 #define FW_MAGIC_MASK		0xFFFFFF00
 #define FW_REGISTRY_MAGIC	(0x46575200 | FW_SHMEM_LAYOUT)	/* "FWR" */
 #define FW_SEGMENT_MAGIC	(0x46575300 | FW_SHMEM_LAYOUT)	/* "FWS" */
@@ -359,12 +359,13 @@ fwsegment_publish(FwSegment *segment)
 
 /*
  * The current segment of kind, mapped in this backend.  When there is
- * none, init != NULL creates it, of size bytes, and init fills it before
- * any other backend can see it; otherwise NULL is returned.  A segment
- * that was replaced is unmapped: the caller must hold nothing of it.
+ * none, init != NULL creates it, of the size size(arg) says, and init fills
+ * it before any other backend can see it (both are called only then, under
+ * the registry's lock); otherwise NULL is returned.  A segment that was
+ * replaced is unmapped: the caller must hold nothing of it.
  */
 static FwSegment *
-fwsegment_lookup(FwSegmentKind kind, Size size, FwSegmentInit init, void *arg)
+fwsegment_lookup(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init, void *arg)
 {
 	FwSegment  *current = fw_current[kind];
 	dsm_segment *mapping;
@@ -382,7 +383,7 @@ fwsegment_lookup(FwSegmentKind kind, Size size, FwSegmentInit init, void *arg)
 		LWLockAcquire(&fw_registry->lock, LW_EXCLUSIVE);
 		if (fw_registry->entries[kind].handle == DSM_HANDLE_INVALID)
 		{
-			FwSegment  *segment = fwsegment_new(kind, size);
+			FwSegment  *segment = fwsegment_new(kind, size(arg));
 
 			PG_TRY();
 			{
@@ -408,9 +409,9 @@ fwsegment_lookup(FwSegmentKind kind, Size size, FwSegmentInit init, void *arg)
 }
 
 FwSegment *
-fwsegment_get(FwSegmentKind kind, Size size, FwSegmentInit init, void *arg)
+fwsegment_get(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init, void *arg)
 {
-	Assert(init != NULL);
+	Assert(size != NULL && init != NULL);
 	return fwsegment_lookup(kind, size, init, arg);
 }
 
@@ -418,7 +419,7 @@ fwsegment_get(FwSegmentKind kind, Size size, FwSegmentInit init, void *arg)
 FwSegment *
 fwsegment_find(FwSegmentKind kind)
 {
-	return fwsegment_lookup(kind, 0, NULL, NULL);
+	return fwsegment_lookup(kind, NULL, NULL, NULL);
 }
 
 /*
@@ -501,6 +502,14 @@ fwsegment_keeper_wanted(bool preloaded)
 		fw_registry->keeper_asked = now;
 	LWLockRelease(&fw_registry->lock);
 	return wanted;
+}
+
+/* Whether a keeper runs now; read without the lock, so a hint. */
+bool
+fwsegment_keeper_running(void)
+{
+	(void) fwsegment_registry();
+	return ((volatile FwRegistry *) fw_registry)->keeper_pid != 0;
 }
 
 /*

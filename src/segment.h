@@ -38,19 +38,24 @@ typedef struct FwSegment
 
 #define FW_SEGMENT_HEADER_SIZE	CACHELINEALIGN(sizeof(FwSegment))
 
+/* The size of a segment to create; may raise an error. */
+typedef Size (*FwSegmentSize) (void *arg);
+
 /* Fills a new segment's part after the header; may raise an error. */
 typedef void (*FwSegmentInit) (FwSegment *segment, void *arg);
 
 extern void fwsegment_request(void);
 extern void fwsegment_startup(void);
 extern int	fwsegment_lock_tranche(void);
-extern FwSegment *fwsegment_get(FwSegmentKind kind, Size size, FwSegmentInit init, void *arg);
+extern FwSegment *fwsegment_get(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init,
+								void *arg);
 extern FwSegment *fwsegment_find(FwSegmentKind kind);
 extern FwSegment *fwsegment_create(FwSegmentKind kind, Size size);
 extern void fwsegment_replace(FwSegment *old, FwSegment *replacement);
 extern void fwsegment_discard(FwSegment *segment);
 extern bool fwsegment_other_version(void);
 extern bool fwsegment_keeper_wanted(bool preloaded);
+extern bool fwsegment_keeper_running(void);
 extern bool fwsegment_keeper_begin(void);
 extern void fwsegment_keeper_end(void);
 

@@ -93,8 +93,13 @@
  *					mutex before taking slots in the entry.  An entry that
  *					holds no slot may be taken for another database or role
  *					(and is freed when its database is dropped).
- *	FwShared.databases[i].slots, roles[i].slots
- *					mutex
+ *	FwShared.databases[i].slots, roles[i].slots, databases[i].marker
+ *					mutex; the marker is also only written under the admin
+ *					lock
+ *	FwShared.target, target_at
+ *					the admin lock (read without it as a hint)
+ *	FwShared.swept_at
+ *					an atomic, raised by compare and exchange
  *	buckets[b]		the partition lock of b
  *	a counter's slots, all fields
  *					the partition lock of its bucket, while it is in a
@@ -111,6 +116,7 @@
 
 #include <sys/stat.h>
 
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
 #include "port/pg_crc32c.h"
@@ -130,6 +136,7 @@
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
+#include "subxact.h"
 
 #define FW_NUM_PARTITIONS	128 /* a power of two */
 #define FW_ADMIN_LOCK		FW_NUM_PARTITIONS	/* index after the partitions */
@@ -198,11 +205,15 @@ StaticAssertDecl(FW_MAX_NAME_BYTES <= PG_UINT16_MAX && FW_MAX_KEY_BYTES <= PG_UI
 StaticAssertDecl(FW_MAX_DATABASES <= PG_UINT16_MAX && FW_MAX_ROLES <= PG_UINT16_MAX,
 				 "database and role entries must fit in uint16");
 
-/* The slots one database, or one role, holds. */
+/*
+ * The slots one database, or one role, holds; for a database, which one of
+ * its OID (fwidentity_database_marker: 0 for not known yet).
+ */
 typedef struct FwShare
 {
 	Oid			oid;			/* InvalidOid: the entry is free */
 	uint32		slots;
+	uint64		marker;			/* databases[] only */
 } FwShare;
 
 /* Whose share a new counter's slots count against. */
@@ -228,6 +239,11 @@ typedef struct FwShared
 	uint32		nfree;
 	pg_atomic_uint64 reclaim_after; /* an int64: no counter is reclaimable
 									 * before this */
+	uint32		target;			/* the size last asked for: by
+								 * fixed_window.max_counters, or by a resize */
+	TimestampTz target_at;		/* when it was asked for */
+	pg_atomic_uint64 swept_at;	/* a TimestampTz: when a backend last looked
+								 * for dropped databases, no keeper running */
 	FwShare		databases[FW_MAX_DATABASES];
 	FwShare		roles[FW_MAX_ROLES];
 } FwShared;
@@ -247,7 +263,26 @@ static FwShmemUsage fw_last_no_room;
 static int	fw_my_database = FW_NO_ENTRY;
 static int	fw_my_role = FW_NO_ENTRY;
 
-static void fwshmem_load(void);
+/*
+ * The counters saved at the last clean shutdown, as the backend that
+ * creates the first table of a server reads them: the file, read whole and
+ * checked, then its records one by one.
+ */
+typedef struct FwLoad
+{
+	char	   *data;			/* the file; NULL when there is nothing to load */
+	uint32		version;
+	uint32		count;			/* records */
+	char	   *records;		/* the first */
+	char	   *end;			/* past the last */
+	TimestampTz now;			/* counters forgettable then are not loaded */
+	uint32		needed;			/* slots of the counters to load */
+	uint32		nslots;			/* of the table made for them */
+} FwLoad;
+
+static Size fwshmem_first_size(void *arg);
+static void fwshmem_load(FwLoad *load);
+static bool fwshmem_attach_session(bool create);
 
 static LWLock *
 fwshmem_partition_lock(uint32 bucket)
@@ -444,9 +479,12 @@ fwshmem_clear(void)
 	memset(fw_shared->roles, 0, sizeof(fw_shared->roles));
 }
 
-/* A new segment's table, empty, of nslots slots; then used here. */
+/*
+ * A new segment's table, empty, of nslots slots, asked for as target at
+ * target_at (see fwshmem_follow_setting); then used here.
+ */
 static void
-fwshmem_init_table(FwSegment *segment, uint32 nslots)
+fwshmem_init_table(FwSegment *segment, uint32 nslots, uint32 target, TimestampTz target_at)
 {
 	FwShared   *shared = (FwShared *) ((char *) segment + fwshmem_shared_offset());
 	int			tranche = fwsegment_lock_tranche();
@@ -457,18 +495,28 @@ fwshmem_init_table(FwSegment *segment, uint32 nslots)
 		LWLockInitialize(&shared->locks[i].lock, tranche);
 	shared->nbuckets = fwshmem_bucket_count(nslots);
 	shared->nslots = nslots;
+	shared->target = target;
+	shared->target_at = target_at;
+	pg_atomic_init_u64(&shared->swept_at, 0);
 	SpinLockInit(&shared->mutex);
 	fw_segment = NULL;			/* make fwshmem_use compute the parts */
 	fwshmem_use(segment);
 	fwshmem_clear();
 }
 
-/* The first table of a server: the counters saved at the last clean shutdown. */
+/*
+ * The first table of a server, sized by fwshmem_first_size: the counters
+ * saved at the last clean shutdown.  It follows fixed_window.max_counters
+ * as this backend read it.
+ */
 static void
 fwshmem_init_first(FwSegment *segment, void *arg)
 {
-	fwshmem_init_table(segment, (uint32) fw_max_counters);
-	fwshmem_load();
+	FwLoad	   *load = (FwLoad *) arg;
+
+	fwshmem_init_table(segment, load->nslots, (uint32) fw_max_counters, PgReloadTime);
+	if (load->data != NULL)
+		fwshmem_load(load);
 }
 
 /*
@@ -489,8 +537,13 @@ fwshmem_attach(bool create)
 	PG_TRY();
 	{
 		if (create)
-			segment = fwsegment_get(FW_SEGMENT_COUNTERS, fwshmem_size((uint32) fw_max_counters),
-									fwshmem_init_first, NULL);
+		{
+			FwLoad		load;
+
+			memset(&load, 0, sizeof(load));
+			segment = fwsegment_get(FW_SEGMENT_COUNTERS, fwshmem_first_size,
+									fwshmem_init_first, &load);
+		}
 		else
 			segment = fwsegment_find(FW_SEGMENT_COUNTERS);
 	}
@@ -543,13 +596,14 @@ fwshmem_prefetch(uint32 hash)
 /*
  * The entry of table (databases[] or roles[], n entries) for oid, or
  * FW_NO_ENTRY; with claim, an entry is taken for it if it has none: a free
- * one, or one that holds no slot (FW_NO_ENTRY when there is none).
+ * one, or one that holds no slot (FW_NO_ENTRY when there is none), marked
+ * with marker (which database of the OID; 0 for a role).
  * Claiming takes the admin lock unless the caller holds it: entries change
  * owner only under it, so the scans need no mutex; the mutex is taken only
  * to check that the chosen entry still holds no slot, and to write it.
  */
 static int
-fwshmem_share_entry(FwShare *table, int n, Oid oid, bool claim)
+fwshmem_share_entry(FwShare *table, int n, Oid oid, bool claim, uint64 marker)
 {
 	LWLock	   *admin = fwshmem_admin_lock();
 	bool		locked;
@@ -586,6 +640,7 @@ fwshmem_share_entry(FwShare *table, int n, Oid oid, bool claim)
 		if (table[candidate].slots == 0)
 		{
 			table[candidate].oid = oid;
+			table[candidate].marker = marker;
 			entry = candidate;
 		}
 		SpinLockRelease(&fw_shared->mutex);
@@ -615,9 +670,10 @@ fwshmem_my_owners(FwOwners *owners)
 
 	/* the entries of the last call, if still theirs (checked again later) */
 	if (fw_my_database == FW_NO_ENTRY || fw_shared->databases[fw_my_database].oid != owners->dbid)
-		fw_my_database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners->dbid, true);
+		fw_my_database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners->dbid,
+											 true, fwidentity_database_marker());
 	if (fw_my_role == FW_NO_ENTRY || fw_shared->roles[fw_my_role].oid != owners->roleid)
-		fw_my_role = fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true);
+		fw_my_role = fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners->roleid, true, 0);
 	owners->database = fw_my_database;
 	owners->role = fw_my_role;
 	owners->unbounded = false;
@@ -1288,7 +1344,7 @@ fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove)
 	int			partition;
 	int			i;
 
-	if (!fwshmem_attach(fwshmem_saved()))
+	if (!fwshmem_attach_session(fwshmem_saved()))
 		return;
 	if (may_remove)
 	{
@@ -1319,7 +1375,7 @@ fwshmem_remove(const FwIdentity *id)
 	uint32		prev;
 	uint32		slot;
 
-	if (!fwshmem_attach(fwshmem_saved()))
+	if (!fwshmem_attach_session(fwshmem_saved()))
 		return false;
 	for (;;)
 	{
@@ -1436,7 +1492,10 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 	Assert(call->n > 0 && call->ids[0].dbid == MyDatabaseId);
 	for (;;)
 	{
-		(void) fwshmem_attach(true);
+		(void) fwshmem_attach_session(true);
+		/* a reloaded size that no keeper runs to apply (a hint: checked again) */
+		if (unlikely(fw_shared->target != (uint32) fw_max_counters) && !fwsegment_keeper_running())
+			fwshmem_follow_setting();
 		fwshmem_my_owners(&owners);
 		result = fwshmem_apply_owned(call, &owners, outcome);
 		if (result == FW_APPLY_RETIRED)
@@ -1509,7 +1568,7 @@ fwshmem_drop_database(Oid dbid)
 		if (!fwshmem_attach(false))
 			return;
 	}
-	database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false);
+	database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, 0);
 	if (database != FW_NO_ENTRY)
 	{
 		SpinLockAcquire(&fw_shared->mutex);
@@ -1523,18 +1582,31 @@ fwshmem_drop_database(Oid dbid)
 /*
  * Saving counters across a clean shutdown.
  *
- * The file holds a header (magic, format version, count), then one record
- * per counter -- its fixed fields, then its name and key -- and ends with a
- * CRC-32C of everything before it.  The keeper writes it when the server
- * shuts down cleanly, to a temporary file renamed into place, and the
- * backend that creates the next table reads it.  A file that is truncated,
- * corrupt or of another format is ignored with a LOG message; counters
- * whose window ended meanwhile are not loaded when they answer as no
- * counter would (without rollover).
+ * The file holds a header (magic, format version, count, and the system
+ * identifier of the server that wrote it), then one record per counter --
+ * its fixed fields, the role whose share it counts against, which database
+ * of its OID it belongs to (fwidentity_database_marker), then its name and
+ * key -- and ends with a CRC-32C of everything before it.  The keeper
+ * writes it when the server shuts down cleanly, to a temporary file renamed
+ * into place, and the backend that creates the next table reads it.  A file
+ * that is truncated, corrupt, of an unknown format, or written by another
+ * server (a copied data directory keeps its system identifier; a file copied
+ * into another's does not) is ignored with a LOG message.  Counters whose
+ * window ended meanwhile are not loaded when they answer as no counter
+ * would (without rollover); every other counter is, against the shares of
+ * the database and the role that made it (which it held before, whatever
+ * the shares are now), in a table grown beyond fixed_window.max_counters
+ * when they need more, with a WARNING.
+ *
+ * Format 1 (1.4 and 1.5) has neither the system identifier nor the owner
+ * and database of a counter: read once after an update, its counters count
+ * against the role of their last call, and belong to the database of their
+ * OID that a session next sees.
  */
 #define FW_DUMP_MAGIC		0x46570001	/* "FW" and a format number */
-#define FW_DUMP_VERSION		1
+#define FW_DUMP_VERSION		2
 
+/* The header of format 1, and the start of every format's. */
 typedef struct FwDumpHeader
 {
 	uint32		magic;
@@ -1542,6 +1614,13 @@ typedef struct FwDumpHeader
 	uint32		count;
 } FwDumpHeader;
 
+typedef struct FwDumpHeader2
+{
+	FwDumpHeader common;
+	uint64		system_identifier;
+} FwDumpHeader2;
+
+/* A record of format 1, and the start of every format's. */
 typedef struct FwDumpRecord
 {
 	Oid			dbid;
@@ -1549,6 +1628,13 @@ typedef struct FwDumpRecord
 	int32		key_len;
 	FwCounterData data;
 } FwDumpRecord;
+
+typedef struct FwDumpRecord2
+{
+	FwDumpRecord common;
+	Oid			owner;			/* the role whose share it counts against */
+	uint64		database_marker;	/* which database of the OID */
+} FwDumpRecord2;
 
 typedef struct FwDump
 {
@@ -1571,7 +1657,7 @@ static bool
 fwshmem_dump_visit(FwCounter *counter, void *arg)
 {
 	FwDump	   *dump = (FwDump *) arg;
-	FwDumpRecord record;
+	FwDumpRecord2 record;
 	char		text[FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES];
 
 	if (dump->file != NULL && dump->count == dump->limit)
@@ -1584,10 +1670,12 @@ fwshmem_dump_visit(FwCounter *counter, void *arg)
 		return false;
 
 	memset(&record, 0, sizeof(record));
-	record.dbid = counter->dbid;
-	record.name_len = counter->name_len;
-	record.key_len = counter->key_len;
-	record.data = counter->data;
+	record.common.dbid = counter->dbid;
+	record.common.name_len = counter->name_len;
+	record.common.key_len = counter->key_len;
+	record.common.data = counter->data;
+	record.owner = fw_shared->roles[counter->role].oid;
+	record.database_marker = fw_shared->databases[counter->database].marker;
 	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
 	fwshmem_dump_write(dump, &record, sizeof(record));
 	fwshmem_dump_write(dump, text, counter->name_len + counter->key_len);
@@ -1604,10 +1692,14 @@ static void
 fwshmem_dump(void)
 {
 	FwDump		dump = {NULL, 0, 0, PG_UINT32_MAX, true};
-	FwDumpHeader header = {FW_DUMP_MAGIC, FW_DUMP_VERSION, 0};
+	FwDumpHeader2 header;
 
+	memset(&header, 0, sizeof(header));
+	header.common.magic = FW_DUMP_MAGIC;
+	header.common.version = FW_DUMP_VERSION;
+	header.system_identifier = GetSystemIdentifier();
 	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
-	header.count = dump.count;
+	header.common.count = dump.count;
 
 	dump.file = AllocateFile(FW_DUMP_FILE ".tmp", PG_BINARY_W);
 	if (dump.file == NULL)
@@ -1618,9 +1710,9 @@ fwshmem_dump(void)
 	fwshmem_dump_write(&dump, &header, sizeof(header));
 	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
 	FIN_CRC32C(dump.crc);
-	if (dump.count != header.count)
+	if (dump.count != header.common.count)
 		elog(ERROR, "fixed_window counted %u counters to save, then found %u",
-			 header.count, dump.count);
+			 header.common.count, dump.count);
 	if (!dump.ok || fwrite(&dump.crc, sizeof(dump.crc), 1, dump.file) != 1)
 		goto error;
 	if (FreeFile(dump.file))
@@ -1636,7 +1728,7 @@ fwshmem_dump(void)
 	}
 	ereport(LOG,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-			errmsg("fixed_window saved %u counters", header.count)));
+			errmsg("fixed_window saved %u counters", header.common.count)));
 	return;
 
 error:
@@ -1648,27 +1740,92 @@ error:
 	unlink(FW_DUMP_FILE ".tmp");
 }
 
-/* Called while the first table is created, before any other backend sees it. */
+/* One record of the file, whatever its format. */
+typedef struct FwLoadRecord
+{
+	FwDumpRecord fields;
+	Oid			owner;
+	uint64		database_marker;
+	const char *text;			/* stored name, then key */
+} FwLoadRecord;
+
+/*
+ * The record at *p, moving *p past it; false when the file ends, or, with
+ * *bad set, when the record runs past its end or says impossible lengths.
+ */
+static bool
+fwshmem_load_next(const FwLoad *load, char **p, FwLoadRecord *record, bool *bad)
+{
+	Size		fixed = load->version == 1 ? sizeof(FwDumpRecord) : sizeof(FwDumpRecord2);
+
+	*bad = false;
+	if (*p == load->end)
+		return false;
+	if (load->end - *p < (long) fixed)
+	{
+		*bad = true;
+		return false;
+	}
+	memcpy(&record->fields, *p, sizeof(FwDumpRecord));
+	if (load->version == 1)
+	{
+		/* the last caller's role stands for the one that created it */
+		record->owner = record->fields.data.userid;
+		record->database_marker = 0;
+	}
+	else
+	{
+		FwDumpRecord2 full;
+
+		memcpy(&full, *p, sizeof(full));
+		record->owner = full.owner;
+		record->database_marker = full.database_marker;
+	}
+	*p += fixed;
+	if (record->fields.name_len < 0 || record->fields.name_len > FW_MAX_STORED_NAME ||
+		record->fields.key_len < 0 || record->fields.key_len > FW_MAX_KEY_BYTES ||
+		load->end - *p < record->fields.name_len + record->fields.key_len)
+	{
+		*bad = true;
+		return false;
+	}
+	record->text = *p;
+	*p += record->fields.name_len + record->fields.key_len;
+	return true;
+}
+
 static void
-fwshmem_load(void)
+fwshmem_load_ignored(const char *reason)
+{
+	ereport(LOG,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
+			errdetail("%s The counters start empty.", reason)));
+}
+
+/*
+ * Read the file of the last clean shutdown into load, check it whole and
+ * count the slots its counters to load need; load->data stays NULL when
+ * there is nothing to load.  The file is removed, whatever it holds: after
+ * a crash that re-creates shared memory, the counters of the last clean
+ * shutdown must not come back.
+ */
+static void
+fwshmem_load_read(FwLoad *load)
 {
 	FILE	   *file;
-	char	   *data = NULL;
 	long		size;
-	FwDumpHeader header;
+	FwDumpHeader2 header;
 	pg_crc32c	crc;
 	pg_crc32c	stored;
-	char	   *p;
-	char	   *end;
-	uint32		i;
-	TimestampTz now = GetCurrentTimestamp();
-	uint32		loaded = 0;
 	struct stat st;
+	char	   *p;
+	uint32		i;
+	FwLoadRecord record;
+	bool		bad = false;
 
-	/*
-	 * A file is read once: after a crash that re-creates shared memory, the
-	 * counters of the last clean shutdown must not come back.
-	 */
+	memset(load, 0, sizeof(FwLoad));
+	load->now = GetCurrentTimestamp();
 	if (!fw_save)
 	{
 		unlink(FW_DUMP_FILE);
@@ -1683,7 +1840,6 @@ fwshmem_load(void)
 					errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
 		return;
 	}
-	/* whatever happens next, this file is not read twice */
 	unlink(FW_DUMP_FILE);
 
 	/*
@@ -1696,46 +1852,136 @@ fwshmem_load(void)
 	if (fstat(fileno(file), &st) == 0 &&
 		st.st_mtime > timestamptz_to_time_t(PgStartTime))
 	{
+		FreeFile(file);
 		ereport(LOG,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
 				errdetail("The file was written after the server started, not at its last clean shutdown; the counters start empty.")));
-		goto done;
+		return;
 	}
 	if (fseek(file, 0, SEEK_END) != 0 || (size = ftell(file)) < 0 ||
 		fseek(file, 0, SEEK_SET) != 0)
 		goto read_error;
-	if (size < (long) (sizeof(header) + sizeof(crc)))
+	if (size < (long) (sizeof(FwDumpHeader) + sizeof(crc)))
 		goto bad_file;
-	data = palloc_extended(size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-	if (data == NULL)
+	load->data = palloc_extended(size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (load->data == NULL)
 	{
+		FreeFile(file);
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				errmsg("out of memory reading file \"%s\"", FW_DUMP_FILE),
 				errdetail("The file is %ld bytes; the counters start empty.", size)));
-		goto done;
+		return;
 	}
-	if (fread(data, 1, size, file) != (size_t) size)
+	if (fread(load->data, 1, size, file) != (size_t) size)
 		goto read_error;
 	FreeFile(file);
 	file = NULL;
 
 	/* check everything before using anything */
-	memcpy(&header, data, sizeof(header));
-	memcpy(&stored, data + size - sizeof(crc), sizeof(crc));
+	memset(&header, 0, sizeof(header));
+	memcpy(&header.common, load->data, sizeof(FwDumpHeader));
+	memcpy(&stored, load->data + size - sizeof(crc), sizeof(crc));
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, size - sizeof(crc));
+	COMP_CRC32C(crc, load->data, size - sizeof(crc));
 	FIN_CRC32C(crc);
-	if (header.magic != FW_DUMP_MAGIC || header.version != FW_DUMP_VERSION ||
-		!EQ_CRC32C(crc, stored))
+	if (header.common.magic != FW_DUMP_MAGIC || !EQ_CRC32C(crc, stored) ||
+		(header.common.version != 1 && header.common.version != FW_DUMP_VERSION))
 		goto bad_file;
-
-	p = data + sizeof(header);
-	end = data + size - sizeof(crc);
-	for (i = 0; i < header.count; i++)
+	load->version = header.common.version;
+	load->count = header.common.count;
+	load->records = load->data + sizeof(FwDumpHeader);
+	if (load->version >= 2)
 	{
-		FwDumpRecord record;
+		if (size < (long) (sizeof(FwDumpHeader2) + sizeof(crc)))
+			goto bad_file;
+		memcpy(&header, load->data, sizeof(header));
+		load->records = load->data + sizeof(FwDumpHeader2);
+		if (header.system_identifier != GetSystemIdentifier())
+		{
+			pfree(load->data);
+			load->data = NULL;
+			ereport(LOG,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
+					errdetail("The file was written by another server (system identifier %llu, this server's %llu); the counters start empty.",
+							  (unsigned long long) header.system_identifier,
+							  (unsigned long long) GetSystemIdentifier())));
+			return;
+		}
+	}
+	load->end = load->data + size - sizeof(crc);
+
+	/* every record, and the slots of those to load */
+	p = load->records;
+	for (i = 0; fwshmem_load_next(load, &p, &record, &bad); i++)
+		if (!fwshmem_forgettable(&record.fields.data, load->now))
+			load->needed += fwshmem_slots_needed(record.fields.name_len + record.fields.key_len);
+	if (bad || i != load->count)
+		goto bad_file;
+	return;
+
+read_error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
+	goto forget;
+bad_file:
+	fwshmem_load_ignored("The file is truncated, corrupt or of another format.");
+forget:
+	if (file)
+		FreeFile(file);
+	if (load->data)
+		pfree(load->data);
+	load->data = NULL;
+}
+
+/*
+ * The size of the first table of a server: fixed_window.max_counters, or
+ * what the counters saved at the last clean shutdown need if that is more
+ * (say it loudly: their keys would be allowed again were they left out).
+ * Called under the registry's lock, by the one backend that creates it.
+ */
+static Size
+fwshmem_first_size(void *arg)
+{
+	FwLoad	   *load = (FwLoad *) arg;
+
+	fwshmem_load_read(load);
+	load->nslots = (uint32) fw_max_counters;
+	if (load->needed > load->nslots)
+	{
+		load->nslots = Min(load->needed, FW_MAX_COUNTERS);
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("the saved counters need %u slots, more than fixed_window.max_counters (%d)",
+					   load->needed, fw_max_counters),
+				errdetail("The table of counters has %u slots, so that no counter whose window has not ended is lost.",
+						  load->nslots),
+				errhint("Set fixed_window.max_counters to at least %u with ALTER SYSTEM, then reload; or, once enough windows have ended, make the table smaller with fw_resize_counters().",
+						load->nslots)));
+	}
+	return fwshmem_size(load->nslots);
+}
+
+/*
+ * Load the counters read into the first table, before any other backend
+ * sees it: each against the shares of the database and the role that made
+ * it, beyond the shares if need be, since it held its slots before.
+ */
+static void
+fwshmem_load(FwLoad *load)
+{
+	char	   *p = load->records;
+	FwLoadRecord record;
+	bool		bad;
+	uint32		loaded = 0;
+	uint32		ended = 0;
+	uint32		lost = 0;
+
+	while (fwshmem_load_next(load, &p, &record, &bad))
+	{
 		FwIdentity	id;
 		const char *name;
 		int			name_len;
@@ -1743,86 +1989,207 @@ fwshmem_load(void)
 		int			period_id_len;
 		uint32		slot;
 		FwOwners	owners;
-		FwApplyResult result;
 		bool		moved;
 
-		if (end - p < (long) sizeof(record))
-			goto bad_file;
-		memcpy(&record, p, sizeof(record));
-		p += sizeof(record);
-		if (record.name_len < 0 || record.name_len > FW_MAX_STORED_NAME ||
-			record.key_len < 0 || record.key_len > FW_MAX_KEY_BYTES ||
-			end - p < record.name_len + record.key_len)
-			goto bad_file;
-
-		fwshmem_split_stored_name(p, record.name_len, &name, &name_len, &period_id, &period_id_len);
-		fwidentity_init_db(&id, record.dbid, name, name_len, period_id, period_id_len,
-						   p + record.name_len, record.key_len);
-		p += record.name_len + record.key_len;
-
-		/*
-		 * A counter whose window ended answers as no counter would, unless
-		 * it rolls tokens over: then it holds more than a new key would (and
-		 * a denied call's retry time counts on them), until a reclaim needs
-		 * its slot.
-		 */
-		if (fwshmem_forgettable(&record.data, now))
+		if (fwshmem_forgettable(&record.fields.data, load->now))
+		{
+			ended++;
 			continue;
-		/* the last caller's role stands for the one that created it */
-		owners.dbid = record.dbid;
-		owners.database = OidIsValid(owners.dbid) ?
-			fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true) : FW_NO_ENTRY;
-		owners.roleid = record.data.userid;
-		owners.role = OidIsValid(owners.roleid) ?
-			fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true) : FW_NO_ENTRY;
-		owners.unbounded = false;
-		result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
-		if (result == FW_APPLY_FULL)
-			break;				/* a smaller max_counters: keep what fits */
-		if (result != FW_APPLY_OK)
-			continue;			/* more than a share */
-		fw_slots[slot].counter.data = record.data;
-		fwshmem_lower_reclaim_hint(record.data.window_end);
+		}
+		fwshmem_split_stored_name(record.text, record.fields.name_len, &name, &name_len,
+								  &period_id, &period_id_len);
+		fwidentity_init_db(&id, record.fields.dbid, name, name_len, period_id, period_id_len,
+						   record.text + record.fields.name_len, record.fields.key_len);
+		owners.dbid = record.fields.dbid;
+		owners.database = !OidIsValid(owners.dbid) ? FW_NO_ENTRY :
+			fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true,
+								record.database_marker);
+		owners.roleid = record.owner;
+		owners.role = !OidIsValid(owners.roleid) ? FW_NO_ENTRY :
+			fwshmem_share_entry(fw_shared->roles, FW_MAX_ROLES, owners.roleid, true, 0);
+		owners.unbounded = true;
+		/* more databases or roles than are accounted for, or no room */
+		if (owners.database == FW_NO_ENTRY || owners.role == FW_NO_ENTRY ||
+			fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot,
+						   &moved) != FW_APPLY_OK)
+		{
+			lost++;
+			continue;
+		}
+		fw_slots[slot].counter.data = record.fields.data;
+		fwshmem_lower_reclaim_hint(record.fields.data.window_end);
 		loaded++;
 	}
-	if (i == header.count && p != end)
-		goto bad_file;
-	pfree(data);
 	ereport(LOG,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-			errmsg("fixed_window loaded %u of %u saved counters", loaded, header.count),
-			errdetail("Counters whose windows ended, or beyond a database's or role's share, are not loaded.")));
-	return;
-
-read_error:
-	ereport(LOG,
-			(errcode_for_file_access(),
-			errmsg("could not read file \"%s\": %m", FW_DUMP_FILE)));
-	goto done;
-bad_file:
-	ereport(LOG,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			errmsg("ignoring file \"%s\"", FW_DUMP_FILE),
-			errdetail("The file is truncated, corrupt or of another format; the counters start empty.")));
-	fwshmem_clear();			/* forget whatever was loaded from it */
-done:
-	if (file)
-		FreeFile(file);
-	if (data)
-		pfree(data);
+			errmsg("fixed_window loaded %u of %u saved counters", loaded, load->count),
+			ended > 0 ? errdetail("%u had windows that ended without tokens to carry over.", ended) : 0));
+	if (lost > 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("fixed_window could not load %u saved counters whose windows had not ended", lost),
+				errdetail("Shared memory accounts for the counters of at most %d databases and %d roles, and holds at most %d slots.",
+						  FW_MAX_DATABASES, FW_MAX_ROLES, FW_MAX_COUNTERS),
+				errhint("The keys of those counters may be allowed again before their windows end.")));
+	pfree(load->data);
+	load->data = NULL;
 }
 
 /*
- * Growing and shrinking the table: fwshmem_resize copies every counter
- * into a table of nslots slots in a new segment, which replaces the
- * current one (see "Growing" above).
+ * Growing and shrinking the table: fwshmem_resize copies the counters into
+ * a table of nslots slots in a new segment, which replaces the current one
+ * (see "Growing" above).  It keeps every counter a reclaim keeps: those
+ * whose window has not ended, and those whose window ended with tokens to
+ * carry over -- unless the new table has no room for the latter, when they
+ * go as a reclaim drops them.  A shrink that would leave a database or a
+ * role holding more than its share of the new table is refused: its new
+ * keys would find no room until enough of its windows had ended.
  */
 typedef struct FwCopy
 {
 	FwSegment  *from;
 	FwSegment  *to;
+	int64		now;			/* the time windows are judged at */
+	bool		drop_ended;		/* leave out counters whose window ended */
 	uint32		copied;
 } FwCopy;
+
+/*
+ * The slots the counters of the table take, in all and by entry of
+ * databases[] and roles[]: kept, those of counters that are not
+ * forgettable, and live, those of counters whose window has not ended.
+ */
+typedef struct FwResizeCount
+{
+	int64		now;
+	uint32		kept;
+	uint32		live;
+	uint32		database_kept[FW_MAX_DATABASES];
+	uint32		database_live[FW_MAX_DATABASES];
+	uint32		role_kept[FW_MAX_ROLES];
+	uint32		role_live[FW_MAX_ROLES];
+} FwResizeCount;
+
+/* Why a resize is refused: the first holder over its share, or the total. */
+typedef struct FwResizeRefusal
+{
+	const char *scope;			/* NULL: not refused; "database", "role" or "all" */
+	Oid			oid;
+	uint32		slots;			/* what it holds */
+	uint32		limit;			/* what the new table allows it */
+	uint32		minimum;		/* the fewest slots that would allow it */
+} FwResizeRefusal;
+
+static bool
+fwshmem_forget_visit(FwCounter *counter, void *arg)
+{
+	return fwshmem_forgettable(&counter->data, *(int64 *) arg);
+}
+
+static bool
+fwshmem_count_visit(FwCounter *counter, void *arg)
+{
+	FwResizeCount *count = (FwResizeCount *) arg;
+	uint32		slots = fwshmem_slots_needed(counter->name_len + counter->key_len);
+
+	if (fwshmem_forgettable(&counter->data, count->now))
+		return false;
+	count->kept += slots;
+	count->database_kept[counter->database] += slots;
+	count->role_kept[counter->role] += slots;
+	if (!fwshmem_reclaimable(&counter->data, count->now))
+	{
+		count->live += slots;
+		count->database_live[counter->database] += slots;
+		count->role_live[counter->role] += slots;
+	}
+	return false;
+}
+
+/*
+ * Whether one of the n entries holds more slots than a share of nslots
+ * allows; if so, *refusal says which, in scope.
+ */
+static bool
+fwshmem_over_share(const FwShare *entries, const uint32 *slots, int n, uint32 nslots, int share,
+				   const char *scope, FwResizeRefusal *refusal)
+{
+	uint32		limit = fwsettings_share_of(nslots, share);
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (slots[i] > limit)
+		{
+			refusal->scope = scope;
+			refusal->oid = entries[i].oid;
+			refusal->slots = slots[i];
+			refusal->limit = limit;
+			refusal->minimum = (uint32) (((uint64) slots[i] * 100 + share - 1) / share);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Whether counters taking total slots in all, and the given slots by entry
+ * (of databases[], then of roles[]), fit a table of nslots slots; if not,
+ * *refusal says why.  Shares are checked only when the table shrinks:
+ * growing never takes room from anyone.
+ */
+static bool
+fwshmem_resize_fits(uint32 nslots, uint32 total, const uint32 *databases, const uint32 *roles,
+					FwResizeRefusal *refusal)
+{
+	memset(refusal, 0, sizeof(FwResizeRefusal));
+	if (total > nslots)
+	{
+		refusal->scope = "all";
+		refusal->slots = total;
+		refusal->minimum = total;
+		return false;
+	}
+	if (nslots >= fw_shared->nslots)
+		return true;
+	return !fwshmem_over_share(fw_shared->databases, databases, FW_MAX_DATABASES, nslots,
+							   fw_database_share, "database", refusal) &&
+		!fwshmem_over_share(fw_shared->roles, roles, FW_MAX_ROLES, nslots, fw_role_share,
+							"role", refusal);
+}
+
+/* A resize refused: say why, the table's locks released. */
+static void pg_attribute_noreturn()
+fwshmem_resize_refused(uint32 nslots, uint32 old_nslots, const FwResizeRefusal *refusal)
+{
+	const char *name;
+
+	if (strcmp(refusal->scope, "all") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
+				errdetail("Live counters take %u of the %u slots now.", refusal->slots, old_nslots),
+				errhint("Wait until more windows have ended, or remove counters with fw_reset().")));
+	if (strcmp(refusal->scope, "database") == 0)
+	{
+		name = get_database_name(refusal->oid);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
+				errdetail("Database \"%s\" holds %u counter slots, more than its share of %u slots (%u, fixed_window.database_share = %d).",
+						  name ? name : psprintf("%u", refusal->oid), refusal->slots, nslots,
+						  refusal->limit, fw_database_share),
+				errhint("Shrink to %u slots or more, raise fixed_window.database_share, or wait until more of its windows have ended.",
+						refusal->minimum)));
+	}
+	name = GetUserNameFromId(refusal->oid, true);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			errmsg("cannot shrink the rate limit counters to %u slots", nslots),
+			errdetail("Role \"%s\" holds %u counter slots, more than its share of %u slots (%u, fixed_window.role_share = %d).",
+					  name ? name : psprintf("%u", refusal->oid), refusal->slots, nslots,
+					  refusal->limit, fw_role_share),
+			errhint("Shrink to %u slots or more, raise fixed_window.role_share, or wait until more of its windows have ended.",
+					refusal->minimum)));
+}
 
 /* Copy one counter of the old table (in use) into the new one. */
 static bool
@@ -1841,6 +2208,9 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 	bool		moved;
 	FwApplyResult result;
 
+	if (fwshmem_forgettable(&data, copy->now) ||
+		(copy->drop_ended && fwshmem_reclaimable(&data, copy->now)))
+		return false;
 	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
 	fwshmem_split_stored_name(text, counter->name_len, &name, &name_len, &period_id, &period_id_len);
 	fwidentity_init_db(&id, counter->dbid, name, name_len, period_id, period_id_len,
@@ -1856,7 +2226,7 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 
 	fwshmem_use(copy->to);
 	result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
-	/* checked beforehand: the new table has room for every slot in use */
+	/* checked beforehand: the new table has room for every slot copied */
 	if (result != FW_APPLY_OK || moved)
 		elog(ERROR, "no room for a counter while copying the table of fixed_window");
 	fw_slots[slot].counter.data = data;
@@ -1897,67 +2267,109 @@ fwshmem_unlock_table(void)
 	LWLockRelease(fwshmem_admin_lock());
 }
 
-/* The slots counters take in the table in use; under its admin lock. */
-static uint32
-fwshmem_used(void)
+/*
+ * The table in use, with its admin lock held exclusively; false, holding
+ * nothing, when there is no table.
+ */
+static bool
+fwshmem_lock_admin(void)
 {
-	uint32		used;
+	for (;;)
+	{
+		if (!fwshmem_attach(false))
+			return false;
+		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
+		if (!fwshmem_retired())
+			return true;
+		LWLockRelease(fwshmem_admin_lock());
+	}
+}
 
-	SpinLockAcquire(&fw_shared->mutex);
-	used = fw_shared->nslots - fw_shared->nfree;
-	SpinLockRelease(&fw_shared->mutex);
-	return used;
+/* The size the table follows from now: asked for by a resize, at now. */
+static void
+fwshmem_set_target(uint32 nslots)
+{
+	Assert(LWLockHeldByMeInMode(fwshmem_admin_lock(), LW_EXCLUSIVE));
+	fw_shared->target = nslots;
+	fw_shared->target_at = GetCurrentTimestamp();
 }
 
 /*
- * Replace the table by one of nslots slots, holding every counter of the
- * old one.  Refused when the counters in use, once those whose windows
- * ended are reclaimed, take more than nslots slots.  Returns the counters
- * copied; *old_nslots is set to the old size.
+ * Replace the table by one of nslots slots, holding the counters of the
+ * old one that a reclaim would keep (see above).  Refused when the live
+ * counters take more than nslots slots, or, shrinking, more than a
+ * database's or a role's share of them.  Returns the counters copied;
+ * *old_nslots is set to the old size.  From then on the table follows
+ * nslots, until fixed_window.max_counters changes (fwshmem_follow_setting).
  *
  * The new segment is created and cleared before the old table's locks are
- * taken, so that calls wait only while the counters are copied.  The
- * registry's lock, held from fwsegment_create to fwsegment_replace, keeps
- * any other backend from replacing the old table meanwhile.
+ * taken, so that calls wait only while the counters are counted and
+ * copied; the counters that need not move are removed before, under the
+ * admin lock only.  The registry's lock, held from fwsegment_create to
+ * fwsegment_replace, keeps any other backend from replacing the old table
+ * meanwhile.
  */
 uint32
 fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 {
-	FwCopy		copy = {NULL, NULL, 0};
-	uint32		used = 0;
+	FwCopy		copy;
+	FwResizeCount *count = NULL;
+	FwResizeRefusal refusal;
 	bool		same = false;
 
 	Assert(nslots >= FW_MIN_COUNTERS && nslots <= FW_MAX_COUNTERS);
+	memset(&copy, 0, sizeof(copy));
+	memset(&refusal, 0, sizeof(refusal));
+	copy.now = fwsettings_clock_no_later(fwsettings_clock_now());
 	for (;;)
 	{
 		(void) fwshmem_attach(true);
 		*old_nslots = fw_shared->nslots;
 		if (nslots == *old_nslots)
-			return 0;
+			break;
 		copy.from = fw_segment;
 		copy.to = fwsegment_create(FW_SEGMENT_COUNTERS, fwshmem_size(nslots));
 		if (!fwshmem_retired())
 			break;				/* and no other backend can replace it now */
 		fwsegment_discard(copy.to);
 	}
+	if (nslots == *old_nslots)
+	{
+		if (fwshmem_lock_admin())
+		{
+			fwshmem_set_target(nslots);
+			LWLockRelease(fwshmem_admin_lock());
+		}
+		return 0;
+	}
 
 	PG_TRY();
 	{
 		FwShared   *to_shared;
 
-		fwshmem_init_table(copy.to, nslots);
+		fwshmem_init_table(copy.to, nslots, nslots, GetCurrentTimestamp());
 		to_shared = fw_shared;
 		fwshmem_use(copy.from);
 
 		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
-		/* counters whose windows ended need not move */
-		(void) fwshmem_reclaim(fwsettings_clock_no_later(fwsettings_clock_now()));
+		fwshmem_walk(fwshmem_forget_visit, &copy.now, FW_WALK_REMOVE);
 		LWLockRelease(fwshmem_admin_lock());
 		if (!fwshmem_lock_table())
 			elog(ERROR, "the table of fixed_window was replaced while the registry was locked");
-		used = fwshmem_used();
 		same = (nslots == fw_shared->nslots);
-		if (!same && nslots >= used)
+		count = palloc0(sizeof(FwResizeCount));
+		count->now = copy.now;
+		if (!same)
+			fwshmem_walk(fwshmem_count_visit, count, FW_WALK_UNLOCKED);
+		if (same)
+			;
+		else if (fwshmem_resize_fits(nslots, count->kept, count->database_kept,
+									 count->role_kept, &refusal))
+			copy.drop_ended = false;
+		else if (fwshmem_resize_fits(nslots, count->live, count->database_live,
+									 count->role_live, &refusal))
+			copy.drop_ended = true;
+		if (!same && refusal.scope == NULL)
 		{
 			int			i;
 
@@ -1968,6 +2380,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 				to_shared->databases[i].slots = 0;
 			for (i = 0; i < FW_MAX_ROLES; i++)
 				to_shared->roles[i].slots = 0;
+			pg_atomic_write_u64(&to_shared->swept_at, pg_atomic_read_u64(&fw_shared->swept_at));
 			fwshmem_walk(fwshmem_copy_visit, &copy, FW_WALK_UNLOCKED);
 		}
 	}
@@ -1978,18 +2391,16 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (count)
+		pfree(count);
 
-	if (same || nslots < used)
+	if (same || refusal.scope != NULL)
 	{
 		fwshmem_unlock_table();
 		fwsegment_discard(copy.to);
 		if (same)
 			return 0;
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
-				errdetail("Live counters take %u of the %u slots now.", used, *old_nslots),
-				errhint("Wait until more windows have ended, or remove counters with fw_reset().")));
+		fwshmem_resize_refused(nslots, *old_nslots, &refusal);
 	}
 
 	/* from here on, every backend that takes a lock of the old table moves */
@@ -2001,6 +2412,134 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 			errmsg("fixed_window moved %u counters to a table of %u slots (was %u)",
 					copy.copied, nslots, *old_nslots)));
 	return copy.copied;
+}
+
+/*
+ * The table follows fixed_window.max_counters: when a reload changes it,
+ * the table is resized to it.  Any backend whose setting was read later
+ * than the size in force was asked for (a reload after the last resize, or
+ * after the table was made) and differs from it asks for its value: the
+ * keeper after each reload and as it starts, and any backend's call while
+ * no keeper runs (one that was terminated, or for which there was no
+ * worker slot).  A value is asked for once: when the resize fails (a
+ * shrink below the live counters), it is logged, and tried again only when
+ * the setting changes again.  A size set by fw_resize_counters(), which
+ * records it with ALTER SYSTEM, is then the setting every later reload
+ * reads.
+ */
+static void
+fwshmem_resize_step(void *arg)
+{
+	uint32		before;
+
+	(void) fwshmem_resize(*(uint32 *) arg, &before);
+}
+
+void
+fwshmem_follow_setting(void)
+{
+	uint32		target = (uint32) fw_max_counters;
+	ErrorData  *error;
+	bool		apply;
+
+	if (fw_shared == NULL || ((volatile FwShared *) fw_shared)->target == target ||
+		!fwshmem_lock_admin())
+		return;
+	apply = fw_shared->target != target && PgReloadTime > fw_shared->target_at;
+	if (apply)
+	{
+		fw_shared->target = target;
+		fw_shared->target_at = PgReloadTime;
+	}
+	LWLockRelease(fwshmem_admin_lock());
+	if (!apply)
+		return;
+
+	/* the caller goes on whatever happens: only the log says it */
+	error = fwsubxact_try(fwshmem_resize_step, &target);
+	if (error != NULL)
+	{
+		error->elevel = LOG;
+		error->hide_stmt = true;
+		ThrowErrorData(error);
+		FreeErrorData(error);
+	}
+}
+
+/*
+ * Once per session, before it counts in or reads the table: if the
+ * counters of the session's database's OID belong to an earlier database
+ * of that OID, dropped while no session with the library saw it go, they
+ * are removed, so that the database starts empty.  Entries not yet marked
+ * (loaded from a file of format 1) take this database's mark.
+ */
+static void
+fwshmem_enter_database(void)
+{
+	uint64		marker = fwidentity_database_marker();
+	Oid			dbid = MyDatabaseId;
+	int			entry;
+	bool		earlier = false;
+
+	if (marker == 0 || !fwshmem_lock_admin())
+		return;
+	entry = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, 0);
+	if (entry != FW_NO_ENTRY && fw_shared->databases[entry].marker != marker)
+	{
+		earlier = (fw_shared->databases[entry].marker != 0);
+		if (earlier)
+			fwshmem_walk(fwshmem_drop_visit, &dbid, FW_WALK_REMOVE);
+		SpinLockAcquire(&fw_shared->mutex);
+		fw_shared->databases[entry].marker = marker;
+		SpinLockRelease(&fw_shared->mutex);
+	}
+	LWLockRelease(fwshmem_admin_lock());
+	if (earlier)
+		ereport(LOG,
+				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+				errmsg("fixed_window forgot the counters of an earlier database with OID %u", dbid),
+				errdetail("That database was dropped, and this one was made with its OID, before the counters were forgotten.")));
+}
+
+/*
+ * Map the table for a session's call or admin function: as fwshmem_attach,
+ * then, once per session, its database's counters are checked to be its
+ * own (fwshmem_enter_database).
+ */
+static bool
+fwshmem_attach_session(bool create)
+{
+	static bool entered = false;
+
+	if (!fwshmem_attach(create))
+		return false;
+	if (!entered && OidIsValid(MyDatabaseId))
+	{
+		fwshmem_enter_database();
+		entered = true;
+	}
+	return true;
+}
+
+/*
+ * Whether the caller should look for dropped databases now: no keeper runs
+ * (it looks once a second), and no backend looked in the last second.
+ * Says yes to one caller at a time.
+ */
+#define FW_SWEEP_INTERVAL_MS	1000
+
+bool
+fwshmem_sweep_due(void)
+{
+	TimestampTz now;
+	uint64		last;
+
+	if (fwsegment_keeper_running() || !fwshmem_attach(false))
+		return false;
+	now = GetCurrentTimestamp();
+	last = pg_atomic_read_u64(&fw_shared->swept_at);
+	return !TimestampDifferenceExceeds((TimestampTz) last, now, FW_SWEEP_INTERVAL_MS) ? false :
+		pg_atomic_compare_exchange_u64(&fw_shared->swept_at, &last, (uint64) now);
 }
 
 /*

@@ -67,6 +67,8 @@ extern void fwshmem_drop_database(Oid dbid);
 extern void fwshmem_no_room_usage(FwShmemUsage *usage);
 extern bool fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now);
 extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
+extern void fwshmem_follow_setting(void);
+extern bool fwshmem_sweep_due(void);
 extern void fwshmem_save_at_shutdown(void);
 extern int	fwshmem_databases(Oid *dbids);
 

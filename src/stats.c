@@ -22,13 +22,21 @@
  * not, a second after the first call it holds, when it counts a name
  * beyond FW_STATS_PENDING, before it reads fw_stats or resets them, and
  * before it exits: a call does not write the shared table, whose lock and
- * entries every backend would otherwise write at each call.  Counts held
- * when a database's statistics are reset (fw_stats_reset, DROP DATABASE)
- * are dropped: FwStats counts resets, all of them (resets, which a call
- * reads to notice one) and those of each slot of databases (reset_count,
- * by OID modulo FW_STATS_RESET_SLOTS), so that a backend knows whether the
- * database of counts it holds was reset since it began to hold them (or
- * one whose OID shares its slot: those counts are dropped too).
+ * entries every backend would otherwise write at each call.  A backend
+ * holds counts of its own database only.  Counts held when that database's
+ * statistics are reset (fw_stats_reset) are dropped: FwStats counts resets
+ * (resets, which a call reads to notice one), and each database's record
+ * says when its statistics were last reset, by that count, so that a
+ * backend knows whether its database was reset since it began to hold
+ * them; another database's reset drops nothing.
+ *
+ * Databases are named by OID, and a database can be made with the OID of
+ * one dropped while no session with the library saw it go.  So each
+ * database's record also says which database of its OID made its entries
+ * (fwidentity_database_marker): a session whose database is another one
+ * removes them before it counts or reads any (fwstats_enter_database).  A
+ * database has a record while it has entries, and from a session's first
+ * count or read; a dropped database's record goes with its entries.
  *
  * Locking.  One LWLock: shared to find an entry and count into it (the
  * counts are atomics, so any number of backends count at once), exclusive
@@ -38,7 +46,7 @@
  *	FwStats.lock			set before the segment is published, never changes
  *	FwStats.named, entries	written under the lock held exclusively, read
  *	the places' keys,		under it in either mode (resets also without
- *	reset_count, resets		it, to notice a reset early)
+ *	databases[], resets		it, to notice a reset early)
  *	an entry's counts		atomics, under the lock in either mode
  *
  * The statistics live in shared memory only: a restart or crash clears
@@ -91,8 +99,16 @@ typedef struct FwStatsEntry
 								 * held all of, or 0 if the table was full */
 } FwStatsEntry;
 
-/* Resets are counted by database OID modulo this. */
-#define FW_STATS_RESET_SLOTS	1024
+/* A database with statistics, or a session's database. */
+#define FW_STATS_DATABASES	(2 * FW_MAX_DATABASES)
+
+typedef struct FwStatsDatabase
+{
+	Oid			dbid;			/* InvalidOid: the record is free */
+	uint64		marker;			/* which database of the OID */
+	uint64		reset_at;		/* FwStats.resets when its statistics were
+								 * last reset, after counting that reset */
+} FwStatsDatabase;
 
 typedef struct FwStats
 {
@@ -104,7 +120,7 @@ typedef struct FwStats
 	}			resets;
 	uint32		named;			/* entries with a name, all databases */
 	uint32		entries;		/* places in use */
-	uint32		reset_count[FW_STATS_RESET_SLOTS];
+	FwStatsDatabase databases[FW_STATS_DATABASES];
 	FwStatsEntry places[FW_STATS_PLACES];
 } FwStats;
 
@@ -119,7 +135,6 @@ static FwStats *fw_stats = NULL;
 typedef struct FwStatsPending
 {
 	FwStatsKey	key;
-	uint32		reset_count;	/* its database's slot's, when first held */
 	uint64		calls;
 	uint64		allowed;
 	uint64		denied;
@@ -135,6 +150,10 @@ static int	fw_last_pending = 0;	/* where the last call was counted */
 static uint64 fw_pending_resets;	/* FwStats.resets when the first was counted */
 static TimestampTz fw_pending_since;	/* the time of the first */
 static bool fw_pending_callbacks = false;
+
+/* This session's database's record, once found or made (-1: none). */
+static int	fw_my_record = -1;
+static bool fw_entered = false;
 
 /* How long a backend holds counts at most, while it makes calls. */
 #define FW_STATS_HOLD_MS	1000
@@ -166,9 +185,15 @@ fwstats_init_segment(FwSegment *segment, void *arg)
 	stats->named = 0;
 	stats->entries = 0;
 	pg_atomic_init_u64(&stats->resets.value, 0);
-	memset(stats->reset_count, 0, sizeof(stats->reset_count));
+	memset(stats->databases, 0, sizeof(stats->databases));
 	for (i = 0; i < FW_STATS_PLACES; i++)
 		stats->places[i].key.name_len = FW_STATS_FREE;
+}
+
+static Size
+fwstats_size(void *arg)
+{
+	return FW_SEGMENT_HEADER_SIZE + sizeof(FwStats);
 }
 
 /*
@@ -185,8 +210,7 @@ fwstats_attach(bool create)
 	if (!IsUnderPostmaster)
 		return false;
 	if (create)
-		segment = fwsegment_get(FW_SEGMENT_STATS, FW_SEGMENT_HEADER_SIZE + sizeof(FwStats),
-								fwstats_init_segment, NULL);
+		segment = fwsegment_get(FW_SEGMENT_STATS, fwstats_size, fwstats_init_segment, NULL);
 	else
 		segment = fwsegment_find(FW_SEGMENT_STATS);
 	if (segment != NULL)
@@ -210,6 +234,152 @@ fwstats_exit_callback(int code, Datum arg)
 	fwstats_flush();
 }
 
+static FwStatsEntry *fwstats_search(const FwStatsKey *key, bool add);
+
+/* The record of dbid, or -1; under the lock in either mode. */
+static int
+fwstats_record_of(Oid dbid)
+{
+	int			i;
+
+	for (i = 0; i < FW_STATS_DATABASES; i++)
+		if (fw_stats->databases[i].dbid == dbid)
+			return i;
+	return -1;
+}
+
+/* Whether dbid holds any entry; under the lock in either mode. */
+static bool
+fwstats_holds_entries(Oid dbid)
+{
+	int			i;
+
+	for (i = 0; i < FW_STATS_PLACES; i++)
+		if (fw_stats->places[i].key.name_len != FW_STATS_FREE && fw_stats->places[i].key.dbid == dbid)
+			return true;
+	return false;
+}
+
+/*
+ * A new record for dbid: a free one, or one of a database that holds no
+ * entry (a backend holding counts with it then finds it gone, and drops
+ * them); -1 when every record's database holds entries.  Under the lock
+ * held exclusively.
+ */
+static int
+fwstats_record_make(Oid dbid, uint64 marker)
+{
+	int			record = -1;
+	int			i;
+
+	for (i = 0; i < FW_STATS_DATABASES && record < 0; i++)
+		if (!OidIsValid(fw_stats->databases[i].dbid))
+			record = i;
+	for (i = 0; i < FW_STATS_DATABASES && record < 0; i++)
+		if (!fwstats_holds_entries(fw_stats->databases[i].dbid))
+			record = i;
+	if (record >= 0)
+	{
+		fw_stats->databases[record].dbid = dbid;
+		fw_stats->databases[record].marker = marker;
+		fw_stats->databases[record].reset_at = 0;
+	}
+	return record;
+}
+
+/*
+ * Remove every entry of a database; the entries that stay are placed
+ * again, so that no search meets a hole before its key.  Under the lock
+ * held exclusively: no backend holds an entry meanwhile.
+ */
+static void
+fwstats_remove_entries(Oid dbid)
+{
+	FwStatsEntry *kept = palloc(sizeof(FwStatsEntry) * FW_STATS_ENTRIES);
+	uint32		nkept = 0;
+	uint32		i;
+
+	for (i = 0; i < FW_STATS_PLACES; i++)
+	{
+		FwStatsEntry *entry = &fw_stats->places[i];
+
+		if (entry->key.name_len == FW_STATS_FREE)
+			continue;
+		if (entry->key.dbid != dbid)
+			memcpy(&kept[nkept++], entry, sizeof(FwStatsEntry));
+		else if (entry->key.name_len != FW_STATS_OVERFLOW)
+			fw_stats->named--;
+		entry->key.name_len = FW_STATS_FREE;
+	}
+	fw_stats->entries = 0;
+	for (i = 0; i < nkept; i++)
+	{
+		FwStatsEntry *entry = fwstats_search(&kept[i].key, true);
+
+		Assert(entry != NULL && entry->key.name_len == FW_STATS_FREE);
+		memcpy(entry, &kept[i], sizeof(FwStatsEntry));
+		fw_stats->entries++;
+	}
+	pfree(kept);
+}
+
+/*
+ * Once per session, before it counts or reads statistics: find, or make,
+ * its database's record; if the entries of its OID were made by an earlier
+ * database of that OID (see above), remove them first.
+ */
+static void
+fwstats_enter_database(void)
+{
+	uint64		marker = fwidentity_database_marker();
+	Oid			dbid = MyDatabaseId;
+	bool		earlier = false;
+	int			record;
+
+	if (fw_entered || !OidIsValid(dbid) || fw_stats == NULL)
+		return;
+	LWLockAcquire(&fw_stats->lock.lock, LW_EXCLUSIVE);
+	record = fwstats_record_of(dbid);
+	if (record >= 0 && marker != 0 && fw_stats->databases[record].marker != 0 &&
+		fw_stats->databases[record].marker != marker)
+	{
+		fwstats_remove_entries(dbid);
+		fw_stats->databases[record].reset_at =
+			pg_atomic_add_fetch_u64(&fw_stats->resets.value, 1);
+		earlier = true;
+	}
+	if (record < 0)
+		record = fwstats_record_make(dbid, marker);
+	else
+		fw_stats->databases[record].marker = marker;
+	LWLockRelease(&fw_stats->lock.lock);
+	fw_my_record = record;
+	fw_entered = true;
+	if (earlier)
+		ereport(LOG,
+				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+				errmsg("fixed_window forgot the statistics of an earlier database with OID %u", dbid),
+				errdetail("That database was dropped, and this one was made with its OID, before the statistics were forgotten.")));
+}
+
+/*
+ * Whether the statistics of this session's database were reset after
+ * since, a count of resets, or its record went: counts held since then are
+ * dropped.  Under the lock in either mode.
+ */
+static bool
+fwstats_reset_since(uint64 since)
+{
+	const FwStatsDatabase *record;
+
+	if (pg_atomic_read_u64(&fw_stats->resets.value) == since)
+		return false;
+	if (fw_my_record < 0)
+		return true;
+	record = &fw_stats->databases[fw_my_record];
+	return record->dbid != MyDatabaseId || record->reset_at > since;
+}
+
 /*
  * Map the statistics, creating them if need be: before a call spends, so
  * that it cannot fail after spending for want of a segment, nor when its
@@ -218,7 +388,8 @@ fwstats_exit_callback(int code, Datum arg)
 void
 fwstats_open(void)
 {
-	(void) fwstats_attach(true);
+	if (fwstats_attach(true))
+		fwstats_enter_database();
 	if (!fw_pending_callbacks)
 	{
 		RegisterXactCallback(fwstats_xact_callback, NULL);
@@ -340,17 +511,6 @@ fwstats_overflow(Oid dbid)
 	return NULL;
 }
 
-/*
- * How many times the statistics of dbid (or of a database whose OID shares
- * its slot) were reset; read without the lock when a call is first held,
- * under it in either mode when held counts are added.
- */
-static uint32
-fwstats_reset_count(Oid dbid)
-{
-	return ((volatile uint32 *) fw_stats->reset_count)[dbid % FW_STATS_RESET_SLOTS];
-}
-
 /* Whether pending holds the calls of id's database and name. */
 static inline bool
 fwstats_pending_is(const FwStatsPending *pending, const FwIdentity *id)
@@ -394,7 +554,6 @@ fwstats_pending_of(const FwIdentity *id, TimestampTz now)
 		pending = &fw_pending[fw_npending++];
 		memset(pending, 0, sizeof(FwStatsPending));
 		fwstats_key_init(&pending->key, id->dbid, id->name, id->name_len);
-		pending->reset_count = fwstats_reset_count(id->dbid);
 		pending->first_at = now;
 	}
 	fw_last_pending = pending - fw_pending;
@@ -464,8 +623,8 @@ fwstats_time_at_most(pg_atomic_uint64 *time, TimestampTz t)
 }
 
 /*
- * Add the calls counted in this backend to the shared entries, but for
- * those of a database reset meanwhile.  Raises no error, since it runs when
+ * Add the calls counted in this backend to the shared entries, unless its
+ * database was reset meanwhile.  Raises no error, since it runs when
  * a transaction has ended: the segment was mapped before the calls were
  * counted (fwstats_open), and nothing is allocated.
  */
@@ -493,10 +652,10 @@ fwstats_flush(void)
 			/* a name seen for the first time: add it */
 			LWLockRelease(&fw_stats->lock.lock);
 			LWLockAcquire(&fw_stats->lock.lock, LW_EXCLUSIVE);
-			if (fwstats_reset_count(pending->key.dbid) == pending->reset_count)
+			if (!fwstats_reset_since(fw_pending_resets))
 				entry = fwstats_enter(&pending->key, pending->first_at);
 		}
-		else if (fwstats_reset_count(pending->key.dbid) != pending->reset_count)
+		else if (fwstats_reset_since(fw_pending_resets))
 			entry = NULL;
 		/* NULL beyond FW_MAX_DATABASES databases with full statistics too */
 		if (entry != NULL)
@@ -529,6 +688,8 @@ fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg)
 	fwstats_flush();
 	if (!fwstats_attach(false))
 		return;
+	if (dbid == MyDatabaseId)
+		fwstats_enter_database();
 	LWLockAcquire(&fw_stats->lock.lock, LW_SHARED);
 	for (i = 0; i < FW_STATS_PLACES; i++)
 	{
@@ -605,8 +766,8 @@ fwstats_usage(FwStatsUsage *usage)
 }
 
 /*
- * The databases that hold statistics, each once, at most max of them, into
- * dbids; returns how many.
+ * The databases that hold statistics or a record, each once, at most max
+ * of them, into dbids; returns how many.
  */
 int
 fwstats_databases(Oid *dbids, int max)
@@ -623,53 +784,36 @@ fwstats_databases(Oid *dbids, int max)
 			continue;
 		(void) fwstats_database_index(dbids, &n, max, fw_stats->places[i].key.dbid);
 	}
+	for (i = 0; i < FW_STATS_DATABASES && n < max; i++)
+		if (OidIsValid(fw_stats->databases[i].dbid))
+			(void) fwstats_database_index(dbids, &n, max, fw_stats->databases[i].dbid);
 	LWLockRelease(&fw_stats->lock.lock);
 	return n;
 }
 
 /*
  * Remove every entry of a database: its statistics start afresh
- * (fw_stats_reset), or the database is gone.  The entries that stay are
- * placed again, so that no search meets a hole before its key; no backend
- * holds an entry meanwhile, since the lock is held exclusively.
+ * (fw_stats_reset), and counts held for it are dropped; or the database
+ * is gone (dropped), and its record goes too.
  */
 void
-fwstats_forget_database(Oid dbid)
+fwstats_forget_database(Oid dbid, bool dropped)
 {
-	FwStatsEntry *kept;
-	uint32		nkept = 0;
-	uint32		i;
+	int			record;
 
 	/* what this backend counted comes before a reset */
 	fwstats_flush();
 	if (!fwstats_attach(false))
 		return;
-	kept = palloc(sizeof(FwStatsEntry) * FW_STATS_ENTRIES);
+	if (dbid == MyDatabaseId)
+		fwstats_enter_database();
 	LWLockAcquire(&fw_stats->lock.lock, LW_EXCLUSIVE);
-	for (i = 0; i < FW_STATS_PLACES; i++)
-	{
-		FwStatsEntry *entry = &fw_stats->places[i];
-
-		if (entry->key.name_len == FW_STATS_FREE)
-			continue;
-		if (entry->key.dbid != dbid)
-			memcpy(&kept[nkept++], entry, sizeof(FwStatsEntry));
-		else if (entry->key.name_len != FW_STATS_OVERFLOW)
-			fw_stats->named--;
-		entry->key.name_len = FW_STATS_FREE;
-	}
-	fw_stats->entries = 0;
-	/* counts that backends hold for the database go too (fwstats_flush) */
-	fw_stats->reset_count[dbid % FW_STATS_RESET_SLOTS]++;
-	pg_atomic_fetch_add_u64(&fw_stats->resets.value, 1);
-	for (i = 0; i < nkept; i++)
-	{
-		FwStatsEntry *entry = fwstats_search(&kept[i].key, true);
-
-		Assert(entry != NULL && entry->key.name_len == FW_STATS_FREE);
-		memcpy(entry, &kept[i], sizeof(FwStatsEntry));
-		fw_stats->entries++;
-	}
+	fwstats_remove_entries(dbid);
+	record = fwstats_record_of(dbid);
+	if (record >= 0 && dropped)
+		memset(&fw_stats->databases[record], 0, sizeof(FwStatsDatabase));
+	else if (record >= 0)
+		fw_stats->databases[record].reset_at =
+			pg_atomic_add_fetch_u64(&fw_stats->resets.value, 1);
 	LWLockRelease(&fw_stats->lock.lock);
-	pfree(kept);
 }

@@ -50,6 +50,6 @@ extern void fwstats_count_refused(const FwIdentity *id, TimestampTz now);
 extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
 extern int	fwstats_databases(Oid *dbids, int max);
 extern bool fwstats_usage(FwStatsUsage *usage);
-extern void fwstats_forget_database(Oid dbid);
+extern void fwstats_forget_database(Oid dbid, bool dropped);
 
 #endif							/* FW_STATS_H */

@@ -3,7 +3,8 @@
  * store.c
  *	  Choosing the store of a call by fixed_window.storage, counting its
  *	  statistics, and turning every way a store can fail into an error (or,
- *	  with fixed_window.fail_open, an allowed call).
+ *	  with fixed_window.fail_open, an allowed call); forgetting what shared
+ *	  memory holds of dropped databases.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -11,10 +12,18 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
@@ -80,6 +89,105 @@ fwstore_full_detail(FwApplyResult result)
 }
 
 /*
+ * What to do about it: the bound that was met, nothing else (a share
+ * cannot help a full table).  With fail_open, "fail" says what the calls
+ * would do otherwise.
+ */
+static int
+fwstore_full_hint(FwApplyResult result, bool fail_open)
+{
+	const char *otherwise = fail_open ?
+		"This warning repeats at most once a minute per session." :
+		"Or set fixed_window.fail_open to allow such calls uncounted.";
+	FwShmemUsage usage;
+
+	fwshmem_no_room_usage(&usage);
+	if (result == FW_APPLY_FULL)
+		return errhint("Raise fixed_window.max_counters with ALTER SYSTEM and a reload, or call fw_resize_counters(). %s",
+					   otherwise);
+	if (result == FW_APPLY_ROLE_FULL && !usage.role_known)
+		return errhint("Wait until the windows of other roles' counters end. %s", otherwise);
+	if (result == FW_APPLY_ROLE_FULL)
+		return errhint("Raise fixed_window.role_share (a reload), or fixed_window.max_counters. %s",
+					   otherwise);
+	if (!usage.database_known)
+		return errhint("Wait until the windows of other databases' counters end. %s", otherwise);
+	return errhint("Raise fixed_window.database_share (a reload), or fixed_window.max_counters. %s",
+				   otherwise);
+}
+
+/*
+ * Forget the databases that hold counters or statistics in shared memory
+ * and are no longer in pg_database: a DROP DATABASE that the hook of
+ * fixed_window.c did not see, in a session that had not loaded the
+ * library.  Run once a second by the keeper, and by a backend's call while
+ * no keeper runs (fwshmem_sweep_due).  Those holding them are read before
+ * the snapshot, a new one, so that a database is missing from it only if it
+ * was dropped: one created since could not have held counters before it.
+ */
+#define FW_SWEEP_MAX	(FW_MAX_DATABASES + 4 * FW_MAX_DATABASES)
+
+void
+fwstore_sweep(void)
+{
+	Oid		   *held = palloc(sizeof(Oid) * FW_SWEEP_MAX);
+	bool	   *exists;
+	int			nheld = fwshmem_databases(held);
+	bool		started;
+	Relation	rel;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	int			i;
+	int			j;
+
+	nheld += fwstats_databases(held + nheld, FW_SWEEP_MAX - nheld);
+	if (nheld == 0)
+	{
+		pfree(held);
+		return;
+	}
+	exists = palloc0(sizeof(bool) * nheld);
+	started = !IsTransactionState();
+	if (started)
+		StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Oid			dbid = ((Form_pg_database) GETSTRUCT(tuple))->oid;
+
+		for (i = 0; i < nheld; i++)
+			if (held[i] == dbid)
+				exists[i] = true;
+	}
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	if (started)
+		CommitTransactionCommand();
+
+	for (i = 0; i < nheld; i++)
+	{
+		if (exists[i])
+			continue;
+		/* a database both held counters and statistics: forget it once */
+		for (j = i + 1; j < nheld; j++)
+			if (held[j] == held[i])
+				exists[j] = true;
+		fwshmem_drop_database(held[i]);
+		fwstats_forget_database(held[i], true);
+		ereport(LOG,
+				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+				errmsg("fixed_window forgot the counters and statistics of dropped database %u",
+					   held[i])));
+	}
+	pfree(held);
+	pfree(exists);
+}
+
+/*
  * Decide one call on the configured storage; every failure is an error.
  * Calls that spend are counted in the statistics of shared memory, once
  * per call, under the name of the limit or policy.
@@ -92,6 +200,9 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 
 	if (fwstore_use_shmem())
 	{
+		/* no keeper runs to forget dropped databases: this call does */
+		if (fwshmem_sweep_due())
+			fwstore_sweep();
 		if (call->mode == FW_MODE_SPEND)
 			fwstats_open();
 		result = fwshmem_apply(call, outcome);
@@ -126,7 +237,7 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
 					fwstore_full_detail(result),
-					errhint("Raise fixed_window.max_counters, fixed_window.database_share or fixed_window.role_share. This warning repeats at most once a minute per session.")));
+					fwstore_full_hint(result, true)));
 			last_warning = now;
 		}
 		return;
@@ -136,6 +247,5 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("no room for a new rate limit counter"),
 				fwstore_full_detail(result),
-				errhint("Raise fixed_window.max_counters, fixed_window.database_share or fixed_window.role_share (a reload), "
-						"or set fixed_window.fail_open to allow such calls uncounted.")));
+				fwstore_full_hint(result, false)));
 }

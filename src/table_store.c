@@ -65,6 +65,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "settings.h"
+#include "subxact.h"
 #include "table_store.h"
 
 #define FW_TABLE			"fw_counter"
@@ -148,7 +149,7 @@ fwtable_reinstall_error(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			errmsg("the counter table of fixed_window is missing or altered"),
-			errhint("Reinstall the extension with DROP EXTENSION fixed_window and CREATE EXTENSION fixed_window.")));
+			errhint("Run ALTER EXTENSION fixed_window UPDATE if the extension in this database is of an earlier version; if its objects were altered by hand, undo the change as the README's \"Troubleshooting\" says. Dropping the extension would also drop its policies, overrides and grants.")));
 }
 
 
@@ -564,13 +565,28 @@ fwtable_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOut
 	}
 }
 
+typedef struct FwWrite
+{
+	const FwTable *table;
+	const FwCall *call;
+	FwRow	   *rows;
+	const FwOutcome *outcome;
+} FwWrite;
+
+static void
+fwtable_write_step(void *arg)
+{
+	FwWrite    *write = (FwWrite *) arg;
+
+	fwtable_write(write->table, write->call, write->rows, write->outcome);
+}
+
 static bool
 fwtable_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
 				  const FwOutcome *outcome)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool written = true;	/* set in PG_CATCH, read after it */
+	FwWrite		write = {table, call, rows, outcome};
+	ErrorData  *error;
 	bool		inserts = false;
 	int			i;
 
@@ -582,32 +598,13 @@ fwtable_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
 		return true;
 	}
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-	PG_TRY();
-	{
-		fwtable_write(table, call, rows, outcome);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		written = false;
-	}
-	PG_END_TRY();
-	return written;
+	error = fwsubxact_try(fwtable_write_step, &write);
+	if (error == NULL)
+		return true;
+	if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+		ReThrowError(error);
+	FreeErrorData(error);
+	return false;
 }
 
 /*

@@ -100,7 +100,7 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM fw_counters}), '1', 'only
 ok($node->log_contains(qr/ignoring file "pg_stat\/fixed_window.stat".*\n.*DETAIL:  The file was written after the server started/, $offset),
 	'a file written after the server started is not loaded');
 is( $node->safe_psql('postgres', 'SELECT slots_before FROM fw_resize_counters(3000)'),
-	'1000', 'the new segment has the size of fixed_window.max_counters, not the old one\'s');
+	'2000', 'the new segment has the size fixed_window.max_counters says: 2000, which fw_resize_counters recorded');
 my $keeper = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'fixed_window keeper'};
 $node->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($keeper) k")
   or die 'no keeper after the crash';

@@ -1,7 +1,8 @@
 # The counter table grows while calls go on (issue 21): 16 pgbench clients
 # call fw_limit on 10,000 keys, with the clock fixed inside one window,
 # while the table is resized twice, once by fw_resize_counters and once by
-# a reloaded fixed_window.max_counters.  No call fails, every key allows
+# a reloaded fixed_window.max_counters (set with ALTER SYSTEM, where
+# fw_resize_counters recorded its size).  No call fails, every key allows
 # exactly min(rate, its calls), and afterwards more keys fit than the first
 # table held, without a restart.  Shrinking below what is in use is refused.
 use strict;
@@ -57,9 +58,11 @@ is($before, '12000', 'the first table had fixed_window.max_counters slots');
 is($after, '20000', 'fw_resize_counters gave it 20000');
 ok($moved > 0, "the live counters moved with it ($moved)");
 
-# The second, by a reloaded setting, which the keeper applies.
+# The second, by a reloaded setting, which the keeper applies.  Set with
+# ALTER SYSTEM: fw_resize_counters recorded its size there, which overrides
+# postgresql.conf.
 my $offset = -s $node->logfile;
-$node->append_conf('postgresql.conf', "fixed_window.max_counters = 40000\n");
+$node->safe_psql('postgres', q{LOAD 'fixed_window'; ALTER SYSTEM SET fixed_window.max_counters = 40000});
 $node->reload;
 $node->wait_for_log(qr/fixed_window moved \d+ counters to a table of 40000 slots \(was 20000\)/, $offset);
 ok($node->safe_psql('postgres', 'SELECT count(*) FROM calls') < $total,

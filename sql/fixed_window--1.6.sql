@@ -1843,7 +1843,8 @@ COMMENT ON VIEW fw_stats IS
 -- fw_stat are those names, first counted first served: the C code gives a
 -- name its row when a row of fw_counter counts its first call, if the
 -- database has room (src/table_store.c).  The calls of other names are
--- counted together, under a NULL name.
+-- counted together, under a NULL name.  And the admin chooses which names
+-- examples/monitoring exports (fw_metric_name, read through fw_metrics).
 
 -- How many names the table keeps apart in a database: the C code's bound.
 CREATE FUNCTION @extschema@.fw_table_stats_limit()
@@ -2059,3 +2060,50 @@ CREATE OR REPLACE VIEW @extschema@.fw_capacity AS
 
 COMMENT ON VIEW @extschema@.fw_capacity IS
 'how full the stores are: for shared memory (storage shmem), the counters'' slots in all (scope counters), held by each database and role against its share, and the statistics'' entries; for the table backend (storage table), this database''s rows and bytes, and its names with statistics of their own (scope statistics). used = live + reclaimable, where reclaimable slots or rows hold counters whose window has ended, which a reclaim or fw_gc() frees; live_percent = live / capacity; no key is shown';
+
+-- The admin's choice of the names that have series of their own in the
+-- metrics: LIKE patterns, which only the extension's owner (and
+-- superusers) may change; a configuration table, so that pg_dump keeps
+-- them.  The pattern LIKE refuses, one that ends with its escape character
+-- (an odd number of backslashes, chr(92), at the end), is refused here
+-- rather than at each scrape.
+CREATE TABLE @extschema@.fw_metric_name (
+    pattern text COLLATE "C" PRIMARY KEY
+        CONSTRAINT fw_metric_name_pattern
+        CHECK ((length(pattern) - length(rtrim(pattern, chr(92)))) % 2 = 0)
+);
+REVOKE ALL ON @extschema@.fw_metric_name FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.fw_metric_name', '');
+
+COMMENT ON TABLE @extschema@.fw_metric_name IS
+'the limit and policy names that have series of their own in the metrics (fw_metrics, examples/monitoring): LIKE patterns, \ escaping _ and %; while it is empty, every name with statistics of its own';
+
+-- The statistics as the metrics read them: per storage, one row for each
+-- name with statistics of its own that fw_metric_name chooses (all while it
+-- is empty), and one with a NULL name for every other call: at most 1,024
+-- named rows for shared memory and as many for the table, whatever roles
+-- call.  Any role may read it, as fw_stats; fw_metric_name is read as the
+-- view's owner.  Operators have operands of pg_catalog's exact types.
+CREATE VIEW @extschema@.fw_metrics AS
+    SELECT e.storage, e.name, sum(e.calls)::bigint AS calls, sum(e.allowed)::bigint AS allowed,
+           sum(e.denied)::bigint AS denied, sum(e.shadow_denied)::bigint AS shadow_denied,
+           sum(e.no_room)::bigint AS no_room, max(e.last_denied_at) AS last_denied_at,
+           min(e.since) AS since
+    FROM (SELECT s.storage,
+                 CASE WHEN NOT EXISTS (SELECT FROM @extschema@.fw_metric_name)
+                        OR EXISTS (SELECT FROM @extschema@.fw_metric_name AS p WHERE s.name LIKE p.pattern)
+                      THEN s.name END AS name,
+                 s.calls, s.allowed, s.denied, s.shadow_denied, s.no_room, s.last_denied_at, s.since
+          FROM (SELECT 'shmem'::text AS storage, m.name, m.calls, m.allowed, m.denied, m.shadow_denied,
+                       m.no_room, m.last_denied_at, m.since
+                FROM @extschema@.fw_shmem_stats_1_5() AS m
+                UNION ALL
+                SELECT 'table', t.name COLLATE "C", t.calls, t.allowed, t.denied, t.shadow_denied,
+                       0::bigint, t.last_denied_at, t.since
+                FROM @extschema@.fw_table_stats() AS t) AS s) AS e
+    GROUP BY e.storage, e.name
+    HAVING sum(e.calls) > 0::numeric OR sum(e.no_room) > 0::numeric;
+GRANT SELECT ON @extschema@.fw_metrics TO PUBLIC;
+
+COMMENT ON VIEW @extschema@.fw_metrics IS
+'fw_stats as the metrics export it (examples/monitoring): per storage (shmem, table, each a series of counters of its own), one row for each name that has statistics of its own and that fw_metric_name chooses, and one whose name is NULL for every other call';

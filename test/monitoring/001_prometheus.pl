@@ -69,6 +69,16 @@ is( $node->safe_psql('postgres', q{
 		SELECT used, live, live_percent FROM fw_capacity WHERE scope = 'counters'}),
 	'1000|1000|100.0', 'fw_capacity: every slot live');
 
+# The exporters and Prometheus end with the test, also when it dies.
+my @started;
+END
+{
+	for my $process (@started)
+	{
+		eval { $process->kill_kill if $process->pumpable; };
+	}
+}
+
 # An exporter, as the ordinary role fw_monitor of a node, on a free loopback
 # port; returns the process and its port.
 my $tmp = PostgreSQL::Test::Utils::tempdir;
@@ -85,6 +95,7 @@ sub start_exporter
 			'--log.level=warn'
 		],
 		'>', "$tmp/$name.log", '2>&1');
+	push @started, $process;
 	return ($process, $port);
 }
 my ($exporter, $exporter_port) = start_exporter($node, 'exporter');
@@ -165,6 +176,7 @@ my $prometheus = IPC::Run::start(
 		'--log.level=warn'
 	],
 	'>', $prometheus_log, '2>&1');
+push @started, $prometheus;
 
 # An instant query's vector, as [labels, value] pairs.
 sub promql

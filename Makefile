@@ -46,8 +46,8 @@ PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 # clusters of its own; "make installcheck" runs installcheck-* against the
 # server that PGHOST and PGPORT name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
-	fw_security fw_definitions fw_retry fw_schema fw_upgrade fw_capacity
-REGRESS_TABLE = fw_table
+	fw_security fw_definitions fw_retry fw_schema fw_upgrade fw_capacity fw_metrics
+REGRESS_TABLE = fw_table fw_table_stats
 ISOLATION = fw_concurrent fw_policy_change fw_stats_pending
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
 	fw_policy_change fw_table_invalidation fw_definition_races

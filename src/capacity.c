@@ -3,7 +3,7 @@
  * capacity.c
  *	  How full shared memory is, for fw_capacity: the counters' table in
  *	  all, each database's and each role's share of it, and the entries of
- *	  the statistics.
+ *	  the statistics; and the bound of the table backend's statistics.
  *
  * Counts only: no key, no limit name.  Databases and roles are named as
  * pg_database and pg_roles name them to everyone; one dropped since it took
@@ -27,8 +27,10 @@
 #include "settings.h"
 #include "shmem_store.h"
 #include "stats.h"
+#include "table_store.h"
 
 PG_FUNCTION_INFO_V1(fw_shmem_capacity);
+PG_FUNCTION_INFO_V1(fw_table_stats_limit);
 
 #define FW_CAPACITY_COLS	7
 
@@ -135,4 +137,16 @@ fw_shmem_capacity(PG_FUNCTION_ARGS)
 	else if (fwshmem_available())
 		fwcapacity_row(rsinfo, "statistics", NULL, FW_MAX_STATS, 0, 0, 0);
 	return (Datum) 0;
+}
+
+/*
+ * fw_table_stats_limit() returns integer
+ *
+ * How many limit names the table backend keeps the statistics of apart in
+ * a database (table_store.c), for fw_table_stats_capacity().
+ */
+Datum
+fw_table_stats_limit(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(FW_TABLE_MAX_STATS);
 }

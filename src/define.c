@@ -154,6 +154,9 @@ fw_lock_policy(PG_FUNCTION_ARGS)
  *
  * After any statement that changes fw_policy or fw_override: every
  * backend's cached definitions are dropped when the transaction commits.
+ * After a statement that deletes rows of fw_stat (since 1.6): every
+ * backend that found the table backend's names full counts them again.
+ * Either way an invalidation of the trigger's table.
  */
 Datum
 fw_policy_changed(PG_FUNCTION_ARGS)

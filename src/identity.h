@@ -32,6 +32,7 @@
 #define FW_LOCKTAG_FIELD4	18007	/* a counter row being created (table) */
 #define FW_LOCKTAG_KEY		18008	/* a policy's call on a key (table) */
 #define FW_LOCKTAG_POLICY	18009	/* a change of a policy's definition */
+#define FW_LOCKTAG_STATS	18010	/* a name given statistics of its own (table) */
 
 /*
  * The identity of a counter: database, limit or policy name, for a policy's

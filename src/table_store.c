@@ -27,6 +27,15 @@
  * their 64-bit hashes collide, which only adds a short wait).
  * fw_check takes no lock and writes nothing.
  *
+ * Statistics.  A call is counted in the row of its first window (calls,
+ * allowed, denied, ...), and fw_counter's trigger adds the counts of deleted
+ * rows to fw_stat, one row per name.  Since 1.6 the rows of fw_stat are
+ * also the names whose statistics are kept apart, at most
+ * FW_TABLE_MAX_STATS in a database, first counted first served
+ * (fwtable_name_stats); the calls of other names are counted together, so
+ * that making names cannot make the statistics, nor the metrics read from
+ * them, grow without bound.
+ *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
  *-------------------------------------------------------------------------
@@ -70,6 +79,8 @@
 
 #define FW_TABLE			"fw_counter"
 #define FW_TABLE_PKEY		"fw_counter_pkey"
+#define FW_STATS_TABLE		"fw_stat"
+#define FW_STATS_TABLE_PKEY	"fw_stat_pkey"
 #define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
 #define FW_OPEN_ATTEMPTS	3		/* the table found anew after a drop or a reindex */
 
@@ -104,6 +115,23 @@ static const Oid fw_table_types[FW_TABLE_NATTS] = {
 	TEXTOID, INT8OID
 };
 
+/* The columns of fw_stat, in order (since 1.1). */
+enum
+{
+	STAT_NAME,
+	STAT_CALLS,
+	STAT_ALLOWED,
+	STAT_DENIED,
+	STAT_LAST_DENIED_AT,
+	STAT_SINCE,
+	STAT_SHADOW_DENIED,
+	FW_STAT_NATTS
+};
+
+static const Oid fw_stat_types[FW_STAT_NATTS] = {
+	TEXTOID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID
+};
+
 /*
  * The table of an installation not yet updated to 1.1 has the first
  * FW_TABLE_NATTS_1_0 columns and a primary key of (name, key): inline calls
@@ -127,19 +155,30 @@ static Oid	fw_table_indexid = InvalidOid;
 static bool fw_table_stale = true;
 static bool fw_table_callback_registered = false;
 
+/*
+ * fw_stat, when this backend found it holding FW_TABLE_MAX_STATS names
+ * that no transaction in progress added: no name gets a place until rows
+ * of it are deleted, which its trigger (fw_stat_freed) makes every backend
+ * see as an invalidation of fw_stat when the deletion commits.
+ */
+static Oid	fw_stats_full_relid = InvalidOid;
+
 static void
 fwtable_invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == fw_table_relid)
 		fw_table_stale = true;
+	if (relid == InvalidOid || relid == fw_stats_full_relid)
+		fw_stats_full_relid = InvalidOid;
 }
 
-/* The counter table of a call, open. */
+/* The counter table of a call, open; or fw_stat. */
 typedef struct FwTable
 {
 	Relation	rel;
 	Relation	index;			/* its primary key */
-	int			natts;			/* FW_TABLE_NATTS_1_0 or FW_TABLE_NATTS */
+	int			natts;			/* FW_TABLE_NATTS_1_0 or FW_TABLE_NATTS;
+								 * FW_STAT_NATTS */
 	bool		more_indexes;	/* indexes besides the primary key */
 } FwTable;
 
@@ -439,6 +478,173 @@ fwtable_close(FwTable *table, LOCKMODE lockmode)
 	table_close(table->rel, lockmode);
 }
 
+/*
+ * Open fw_stat and its primary key, in the counter table's schema, to add
+ * a row; false, having opened nothing, when they are not as 1.1 and later
+ * make them (1.0's fw_stat, or one an admin altered): names then get no
+ * place of their own, and are counted as that installation reads them.
+ */
+static bool
+fwtable_open_stats(const FwTable *table, FwTable *stats)
+{
+	Oid			schema = RelationGetNamespace(table->rel);
+	int			attempt;
+
+	for (attempt = 0; attempt < FW_OPEN_ATTEMPTS; attempt++)
+	{
+		Oid			relid = get_relname_relid(FW_STATS_TABLE, schema);
+		Oid			indexid = get_relname_relid(FW_STATS_TABLE_PKEY, schema);
+		TupleDesc	tupdesc;
+		List	   *indexes;
+		bool		fits;
+		int			i;
+
+		if (!OidIsValid(relid) || !OidIsValid(indexid))
+			return false;
+		if (!fwcatalog_open_table_and_key(relid, FW_STATS_TABLE, indexid, FW_STATS_TABLE_PKEY,
+										  RowExclusiveLock, &stats->rel, &stats->index))
+			continue;			/* dropped or replaced meanwhile: look again */
+		tupdesc = RelationGetDescr(stats->rel);
+		fits = tupdesc->natts == FW_STAT_NATTS && stats->index->rd_index->indisunique &&
+			stats->index->rd_index->indnkeyatts == 1 &&
+			stats->index->rd_index->indkey.values[0] == STAT_NAME + 1;
+		for (i = 0; fits && i < FW_STAT_NATTS; i++)
+			fits = !TupleDescAttr(tupdesc, i)->attisdropped &&
+				TupleDescAttr(tupdesc, i)->atttypid == fw_stat_types[i];
+		if (!fits)
+		{
+			fwtable_close(stats, RowExclusiveLock);
+			return false;
+		}
+		stats->natts = FW_STAT_NATTS;
+		indexes = RelationGetIndexList(stats->rel);
+		stats->more_indexes = list_length(indexes) > 1;
+		list_free(indexes);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Whether fw_stat has the name of rk, committed or being added by a
+ * transaction in progress (a dirty snapshot).
+ */
+static bool
+fwtable_stats_has(const FwTable *stats, FwRowKey *rk, TupleTableSlot *slot)
+{
+	SnapshotData dirty;
+
+	InitDirtySnapshot(dirty);
+	return fwtable_fetch(stats->rel, stats->index, rk, &dirty, slot);
+}
+
+/*
+ * Whether fw_stat holds FW_TABLE_MAX_STATS names, counted through a dirty
+ * snapshot, with those transactions in progress are adding.  When it holds
+ * them without those, remember it (fw_stats_full_relid).
+ */
+static bool
+fwtable_stats_full(const FwTable *stats, TupleTableSlot *slot)
+{
+	SnapshotData dirty;
+	TableScanDesc scan;
+	int			names = 0;
+	int			settled = 0;	/* added by transactions that ended, or this one */
+
+	InitDirtySnapshot(dirty);
+	scan = table_beginscan(stats->rel, &dirty, 0, NULL);
+	while (settled < FW_TABLE_MAX_STATS && table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		names++;
+		/* the visibility check of this row set xmin to its inserter, if running */
+		if (!TransactionIdIsValid(dirty.xmin))
+			settled++;
+	}
+	table_endscan(scan);
+	if (settled >= FW_TABLE_MAX_STATS)
+		fw_stats_full_relid = RelationGetRelid(stats->rel);
+	return names >= FW_TABLE_MAX_STATS;
+}
+
+/*
+ * Give a limit's name a place among those whose statistics the table keeps
+ * apart -- a row of fw_stat, with no calls yet -- unless it has one or the
+ * database holds FW_TABLE_MAX_STATS: called when a row counts its first
+ * call, new or after fw_stats_reset().  So the names with a place are those
+ * counted first, and names made later cannot take one from them: their
+ * calls are counted together (fw_table_stats() reads the rows of a name
+ * without a place under a NULL name, and fw_counter's trigger adds the
+ * counts of such rows, when deleted, to fw_stat_unnamed).
+ *
+ * The names are counted and the place added under an advisory lock of the
+ * database (FW_LOCKTAG_STATS), held only meanwhile, through a dirty
+ * snapshot that sees the places other transactions are adding: the
+ * database never holds more than its bound, and a call never waits for
+ * another's transaction.  A database found full is not locked; once found
+ * full with no place being added, this backend does not count it again
+ * until rows of fw_stat are deleted (fw_stats_reset(), an admin's DELETE).
+ * A name that comes as places go gets none, as if it had come a moment
+ * before.
+ *
+ * Two races leave a name counted together until one of its rows counts a
+ * first call again: a place whose transaction rolls back after another
+ * transaction found it (and so added none), and a place freed by
+ * fw_stats_reset() while a transaction held a row of the name (which keeps
+ * its counts).  A backend whose own transaction took the last places and
+ * rolled back counts again at the next invalidation of fw_stat (VACUUM's
+ * too).  Runs in the subtransaction that writes the call's rows
+ * (fwtable_write_all), which starts again if an admin added the same name
+ * meanwhile (a unique violation).
+ */
+static void
+fwtable_name_stats(const FwTable *table, const FwIdentity *id, TimestampTz now)
+{
+	FwTable		stats;
+	FwRowKey	rk;
+	TupleTableSlot *slot;
+
+	if (!fwtable_open_stats(table, &stats))
+		return;
+	if (RelationGetRelid(stats.rel) == fw_stats_full_relid)
+	{
+		fwtable_close(&stats, RowExclusiveLock);
+		return;
+	}
+	rk.values[0] = PointerGetDatum(cstring_to_text_with_len(id->name, id->name_len));
+	rk.nkeys = 1;
+	ScanKeyInit(&rk.scankeys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, rk.values[0]);
+	slot = table_slot_create(stats.rel, NULL);
+	/* a full database stays full until rows of fw_stat are deleted: no lock */
+	if (!fwtable_stats_has(&stats, &rk, slot) && !fwtable_stats_full(&stats, slot))
+	{
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, FW_LOCKTAG_STATS);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+		if (!fwtable_stats_has(&stats, &rk, slot) && !fwtable_stats_full(&stats, slot))
+		{
+			Datum		values[FW_STAT_NATTS];
+			bool		nulls[FW_STAT_NATTS] = {false};
+			HeapTuple	tuple;
+
+			values[STAT_NAME] = rk.values[0];
+			values[STAT_CALLS] = Int64GetDatum(0);
+			values[STAT_ALLOWED] = Int64GetDatum(0);
+			values[STAT_DENIED] = Int64GetDatum(0);
+			values[STAT_LAST_DENIED_AT] = (Datum) 0;
+			nulls[STAT_LAST_DENIED_AT] = true;
+			values[STAT_SINCE] = TimestampTzGetDatum(now);
+			values[STAT_SHADOW_DENIED] = Int64GetDatum(0);
+			tuple = heap_form_tuple(RelationGetDescr(stats.rel), values, nulls);
+			simple_heap_insert(stats.rel, tuple);
+			fwtable_index_insert(&stats, tuple, &rk, false, FW_INDEXES_ALL);
+		}
+		LockRelease(&tag, ExclusiveLock, false);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	fwtable_close(&stats, NoLock);
+}
+
 /* One window of a call, in the table. */
 typedef struct FwRow
 {
@@ -452,14 +658,16 @@ typedef struct FwRow
 
 /*
  * Write what a call changes: each row that spends gets its new state, and
- * the call's statistics go to the first row that exists after it.  Rows
- * that do not exist are inserted; returns false, having written nothing,
- * if the primary key finds one of them already there.
+ * the call's statistics go to the first row that exists after it
+ * (stats_row), whose name gets a place in fw_stat when the row counts its
+ * first call.  Rows that do not exist are inserted; returns false, having
+ * written nothing, if the primary key finds one of them already there.
  *
  * The creation locks and dirty reads make that rare, but a unique
  * violation is the final word on whether a row exists, so when rows are
- * inserted all the writes run in one subtransaction that a violation rolls
- * back: a call never spends in some windows but not in others.
+ * inserted (or a place) all the writes run in one subtransaction that a
+ * violation rolls back: a call never spends in some windows but not in
+ * others.
  */
 /*
  * Whether a window that denied a call must keep its row until the retry
@@ -477,18 +685,28 @@ fwtable_keeps(const FwCall *call, const FwRow *row, const FwDecision *d, int i)
 		!row->slot->tts_isnull[COL_FRESH_FROM];
 }
 
-static void
-fwtable_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOutcome *outcome)
+/*
+ * The row that counts a call in its statistics: every call that spends is
+ * counted, on the first row it has after it; -1 for none.
+ */
+static int
+fwtable_stats_row(const FwCall *call, const FwRow *rows, const FwOutcome *outcome)
 {
-	int			natts = table->natts;
-	int			stats_row = -1;
 	int			i;
 
-	/* every call that spends is counted, on the first row it has */
 	if (call->mode == FW_MODE_SPEND)
-		for (i = 0; i < call->n && stats_row < 0; i++)
+		for (i = 0; i < call->n; i++)
 			if (rows[i].found || outcome->spend[i] || outcome->create[i])
-				stats_row = i;
+				return i;
+	return -1;
+}
+
+static void
+fwtable_write(const FwTable *table, const FwCall *call, FwRow *rows, const FwOutcome *outcome,
+			  int stats_row)
+{
+	int			natts = table->natts;
+	int			i;
 
 	for (i = 0; i < call->n; i++)
 	{
@@ -571,6 +789,8 @@ typedef struct FwWrite
 	const FwCall *call;
 	FwRow	   *rows;
 	const FwOutcome *outcome;
+	int			stats_row;		/* the row that counts the call's statistics */
+	bool		first_call;		/* it counts its first call */
 } FwWrite;
 
 static void
@@ -578,23 +798,30 @@ fwtable_write_step(void *arg)
 {
 	FwWrite    *write = (FwWrite *) arg;
 
-	fwtable_write(write->table, write->call, write->rows, write->outcome);
+	if (write->first_call)
+		fwtable_name_stats(write->table, &write->call->ids[write->stats_row],
+						   write->outcome->decisions[write->stats_row].now);
+	fwtable_write(write->table, write->call, write->rows, write->outcome, write->stats_row);
 }
 
 static bool
 fwtable_write_all(const FwTable *table, const FwCall *call, FwRow *rows,
 				  const FwOutcome *outcome)
 {
-	FwWrite		write = {table, call, rows, outcome};
+	FwWrite		write = {table, call, rows, outcome, fwtable_stats_row(call, rows, outcome), false};
 	ErrorData  *error;
 	bool		inserts = false;
 	int			i;
 
 	for (i = 0; i < call->n; i++)
 		inserts |= ((outcome->spend[i] || outcome->create[i]) && !rows[i].found);
-	if (!inserts)
+	/* a row that counts its first call: its name may need a place in fw_stat */
+	write.first_call = write.stats_row >= 0 &&
+		(!rows[write.stats_row].found ||
+		 DatumGetInt64(rows[write.stats_row].slot->tts_values[COL_CALLS]) == 0);
+	if (!inserts && !write.first_call)
 	{
-		fwtable_write(table, call, rows, outcome);
+		fwtable_write(table, call, rows, outcome, write.stats_row);
 		return true;
 	}
 

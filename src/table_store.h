@@ -12,6 +12,12 @@
 
 #include "decide.h"
 
+/*
+ * Limit names whose statistics the table keeps apart, per database (the
+ * names of fw_stat); the calls of other names are counted together.
+ */
+#define FW_TABLE_MAX_STATS	1024
+
 extern FwApplyResult fwtable_apply(const FwCall *call, FwOutcome *outcome);
 extern bool fwtable_foreach(FwCounterVisitor visitor, void *arg);
 

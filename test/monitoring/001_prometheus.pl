@@ -5,8 +5,14 @@
 # loopback ports of their own.  Calls that allow and deny, and one that
 # finds no room; then, through Prometheus' HTTP API, the PromQL an operator
 # would type: the denials' rate is above zero for the limit that denied and
-# for no other, the capacity gauges equal what fw_capacity says, and the
-# alert for calls without room fires.  Nothing sleeps longer than the scrape
+# for no other, the capacity gauges (1.6's names, and 1.5's, kept one
+# release) equal what fw_capacity says, and each counter is counted once,
+# and the alert for calls without room fires.  Then a second cluster without
+# preload, counting on the table backend, its own exporter: an ordinary role
+# makes 3,000 limit names, and the exporter's series stay within the table's
+# 1,024 names a database, before and after fw_gc(), the name counted before
+# them keeping its series; the admin's choice of names (fw_metric_name) is
+# what the exporter then exports.  Nothing sleeps longer than the scrape
 # interval it configures; every wait has a deadline.
 use strict;
 use warnings;
@@ -63,20 +69,38 @@ is( $node->safe_psql('postgres', q{
 		SELECT used, live, live_percent FROM fw_capacity WHERE scope = 'counters'}),
 	'1000|1000|100.0', 'fw_capacity: every slot live');
 
-# The exporter, as an ordinary role, on a free loopback port.
+# The exporters and Prometheus end with the test, also when it dies.
+my @started;
+END
+{
+	for my $process (@started)
+	{
+		eval { $process->kill_kill if $process->pumpable; };
+	}
+}
+
+# An exporter, as the ordinary role fw_monitor of a node, on a free loopback
+# port; returns the process and its port.
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-my $exporter_port = PostgreSQL::Test::Cluster::get_free_port();
-my $prometheus_port = PostgreSQL::Test::Cluster::get_free_port();
+sub start_exporter
+{
+	my ($of, $name) = @_;
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	local $ENV{DATA_SOURCE_NAME} = sprintf('host=%s port=%d user=fw_monitor dbname=postgres sslmode=disable',
+		$of->host, $of->port);
+	my $process = IPC::Run::start(
+		[
+			$exporter_bin, "--web.listen-address=127.0.0.1:$port",
+			"--extend.query-path=$examples/queries.yaml", '--disable-settings-metrics',
+			'--log.level=warn'
+		],
+		'>', "$tmp/$name.log", '2>&1');
+	push @started, $process;
+	return ($process, $port);
+}
+my ($exporter, $exporter_port) = start_exporter($node, 'exporter');
 my $exporter_log = "$tmp/exporter.log";
-local $ENV{DATA_SOURCE_NAME} = sprintf('host=%s port=%d user=fw_monitor dbname=postgres sslmode=disable',
-	$node->host, $node->port);
-my $exporter = IPC::Run::start(
-	[
-		$exporter_bin, "--web.listen-address=127.0.0.1:$exporter_port",
-		"--extend.query-path=$examples/queries.yaml", '--disable-settings-metrics',
-		'--log.level=warn'
-	],
-	'>', $exporter_log, '2>&1');
+my $prometheus_port = PostgreSQL::Test::Cluster::get_free_port();
 
 my $http = HTTP::Tiny->new(timeout => 10);
 
@@ -113,9 +137,22 @@ like($scrape, qr/^fixed_window_denied_total\{datname="postgres",name="e2e_quiet"
 	'none of e2e_quiet');
 like($scrape, qr/^fixed_window_since_timestamp_seconds\{datname="postgres",name="e2e_login"[^}]*storage="shmem"\} \d/m,
 	'since when e2e_login is counted, in shared memory');
-like($scrape, qr/^# TYPE fixed_window_slots_live gauge$/m, 'the capacity is a gauge');
+like($scrape, qr/^# TYPE fixed_window_shmem_counters_live gauge$/m, 'the capacity is a gauge');
+like($scrape, qr/^fixed_window_shmem_counters_limit(\{[^}]*\})? 1000$/m, 'of 1000 slots');
+like($scrape, qr/^fixed_window_shmem_database_counters_live\{datname="postgres"[^}]*\} 1000$/m,
+	"the database's counters, labelled datname");
+like($scrape, qr/^fixed_window_shmem_role_counters_live\{rolname="postgres"[^}]*\} 1000$/m,
+	"the role's, labelled rolname");
+like($scrape, qr/^fixed_window_shmem_stats_names(\{[^}]*\})? 3$/m, 'three names with statistics');
+like($scrape, qr/^fixed_window_shmem_stats_names_limit(\{[^}]*\})? 1024$/m, 'of 1,024');
+# 1.5's names stay one release, deprecated.
 like($scrape, qr/^fixed_window_slots_capacity\{name="",scope="counters"[^}]*\} 1000$/m,
-	'of 1000 slots');
+	"1.5's fixed_window_slots_capacity is still exported");
+like($scrape, qr/^# HELP fixed_window_slots_live Deprecated/m, 'and says it is deprecated');
+# A label "name" is a limit's name, but on the deprecated metrics.
+my @other_names = grep { /^fixed_window_/ && /\bname="/ && !/^fixed_window_(slots_\w+|\w+_total|\w+_timestamp_seconds)\{/ }
+  split /\n/, $scrape;
+is(join("\n", @other_names), '', 'no other metric has a label "name"');
 unlike($scrape, qr/^pg_exporter_last_scrape_error(\{[^}]*\})? 1$/m, 'every query of queries.yaml ran');
 
 # Prometheus, scraping the exporter every second, with the alert rules.
@@ -139,6 +176,7 @@ my $prometheus = IPC::Run::start(
 		'--log.level=warn'
 	],
 	'>', $prometheus_log, '2>&1');
+push @started, $prometheus;
 
 # An instant query's vector, as [labels, value] pairs.
 sub promql
@@ -184,18 +222,39 @@ is(join(',', map { $_->[0]{name} } @{ $rising // [] }), 'e2e_login',
 	'for the limit that denied, and no other');
 note("PromQL answer of $query: " . encode_json($rising // []));
 
-# The capacity gauges say what fw_capacity says.
+# The capacity gauges say what fw_capacity says, under 1.6's names and
+# 1.5's.
 my $view = $node->safe_psql('postgres', q{
 	SELECT capacity, used, live, reclaimable FROM fw_capacity WHERE scope = 'counters'});
-my $gauges = '';
-wait_for(sub {
-	$gauges = join('|', map { promql_value("fixed_window_slots_${_}{scope=\"counters\"}") // 'none' }
-		  qw(capacity used live reclaimable));
-	return $gauges eq $view ? $gauges : undef;
-});
-is($gauges, $view, "the capacity gauges equal fw_capacity ($view)");
-is(promql_value('fixed_window_slots_live{scope="database",name="postgres"} / fixed_window_slots_capacity{scope="database",name="postgres"}'),
+my %gauges = (
+	'1.6' => [
+		'fixed_window_shmem_counters_limit',
+		'fixed_window_shmem_counters_live + fixed_window_shmem_counters_reclaimable',
+		'fixed_window_shmem_counters_live',
+		'fixed_window_shmem_counters_reclaimable'
+	],
+	'1.5' => [ map { "fixed_window_slots_${_}{scope=\"counters\"}" } qw(capacity used live reclaimable) ]);
+for my $names (sort keys %gauges)
+{
+	my $gauges = '';
+	wait_for(sub {
+		$gauges = join('|', map { promql_value($_) // 'none' } @{ $gauges{$names} });
+		return $gauges eq $view ? $gauges : undef;
+	});
+	is($gauges, $view, "the capacity gauges of $names equal fw_capacity ($view)");
+}
+is(promql_value('fixed_window_shmem_database_counters_live{datname="postgres"} / fixed_window_shmem_database_counters_limit{datname="postgres"}'),
 	'1', "the database's share, all live");
+is(promql_value('fixed_window_slots_live{scope="database",name="postgres"} / fixed_window_slots_capacity{scope="database",name="postgres"}'),
+	'1', "the database's share, all live, under 1.5's names");
+# Each counter is counted once: the databases' and the roles' add up to the
+# table's.
+is( join('|', map { promql_value("sum($_)") // 'none' }
+		  qw(fixed_window_shmem_counters_live fixed_window_shmem_database_counters_live
+		  fixed_window_shmem_role_counters_live)),
+	'1000|1000|1000', "the databases' and the roles' live counters each add up to the table's");
+is( promql_value('fixed_window_shmem_database_stats_names{datname="postgres"} * 1024 / fixed_window_shmem_database_stats_names_limit'),
+	'3', "the database's statistics: 3 names of its share, 1,024");
 
 # The rules loaded, and the alert for calls without room fires.
 my $rules = $http->get("http://127.0.0.1:$prometheus_port/api/v1/rules");
@@ -217,4 +276,96 @@ note('the alert: ' . encode_json($firing // {}));
 $prometheus->kill_kill;
 $exporter->kill_kill;
 $node->stop;
+
+# ---------------------------------------------------------------------------
+# The table backend: a server that does not preload the library keeps
+# counters and their statistics in the table (storage auto).  An ordinary
+# role makes 3,000 limit names; one name was counted before them.
+my $table = PostgreSQL::Test::Cluster->new('table');
+$table->init;
+$table->append_conf('postgresql.conf', q{
+fixed_window.debug_now = '2026-07-01 12:00:00+00'
+});
+$table->start;
+$table->safe_psql('postgres', q{
+	CREATE EXTENSION fixed_window;
+	CREATE ROLE fw_monitor LOGIN;
+	CREATE ROLE mallory LOGIN;
+});
+is( $table->safe_psql('postgres', q{
+		SELECT fw_storage_in_use(), count(*) FILTER (WHERE (fw_limit('e2e_api', 'k', 1, '1 hour')).ok)
+		FROM generate_series(1, 3)}),
+	'table|1', 'the table backend: e2e_api allows 1 of 3 calls');
+is( $table->safe_psql('postgres', q{
+		SELECT count(*) FROM (SELECT fw_limit('flood' || g, 'k', 1, '1 hour') FROM generate_series(1, 3000) g) AS c},
+		extra_params => [ '-U', 'mallory' ]),
+	'3000', 'an ordinary role makes 3,000 limit names');
+
+my ($table_exporter, $table_port) = start_exporter($table, 'table_exporter');
+
+# The table's metrics from its exporter: the series of each metric, as
+# labels => value.
+sub table_metrics
+{
+	my %series;
+	my $body = wait_for(sub {
+		my $r = $http->get("http://127.0.0.1:$table_port/metrics");
+		return ($r->{success} && $r->{content} =~ /^fixed_window_calls_total/m) ? $r->{content} : undef;
+	}) // '';
+	unlike($body, qr/^pg_exporter_last_scrape_error(\{[^}]*\})? 1$/m, 'every query of queries.yaml ran on the table');
+	while ($body =~ /^(fixed_window_\w+)(\{[^}]*\})? (\S+)$/mg)
+	{
+		$series{$1}{ $2 // '' } = $3;
+	}
+	return \%series;
+}
+# The value of the only series of a metric whose labels match a pattern.
+sub only
+{
+	my ($metrics, $metric, $pattern) = @_;
+	my @values = map { $metrics->{$metric}{$_} } grep { /$pattern/ } keys %{ $metrics->{$metric} // {} };
+	return @values == 1 ? $values[0] : 'series: ' . scalar(@values);
+}
+
+my $bound = 1024;
+my $metrics = table_metrics();
+my $series = scalar keys %{ $metrics->{fixed_window_calls_total} // {} };
+note("fixed_window_calls_total: $series series after 3,000 names");
+ok($series <= $bound, "3,000 names give at most $bound series of fixed_window_calls_total ($series)");
+is(only($metrics, 'fixed_window_calls_total', qr/name="e2e_api"/), '3',
+	'the name counted before them keeps its series: e2e_api, 3 calls');
+is(only($metrics, 'fixed_window_unnamed_calls_total', qr/storage="table"/), 3000 - ($bound - 1),
+	'the calls of the names past the bound are counted together');
+is(only($metrics, 'fixed_window_table_stats_names', qr/datname="postgres"/), $bound,
+	'the table holds statistics for 1,024 names');
+is(only($metrics, 'fixed_window_table_stats_names_limit', qr/datname="postgres"/), $bound, 'of 1,024');
+
+# fw_gc() deletes every row, whose statistics stay: within the bound too.
+is( $table->safe_psql('postgres', q{
+		SET fixed_window.debug_now = '2026-07-01 14:00:00+00';
+		SELECT fw_gc()}),
+	'3001', 'fw_gc() deletes the 3,001 rows');
+$table->safe_psql('postgres', q{
+	SELECT count(*) FROM (SELECT fw_limit('later' || g, 'k', 1, '1 hour') FROM generate_series(1, 500) g) AS c},
+	extra_params => [ '-U', 'mallory' ]);
+$metrics = table_metrics();
+$series = scalar keys %{ $metrics->{fixed_window_calls_total} // {} };
+ok($series <= $bound, "after fw_gc() and 500 names more, at most $bound series ($series)");
+is(only($metrics, 'fixed_window_calls_total', qr/name="e2e_api"/), '3', 'e2e_api keeps its series and its calls');
+is(only($metrics, 'fixed_window_unnamed_calls_total', qr/storage="table"/), 3500 - ($bound - 1),
+	'the names past the bound, deleted rows and new ones, counted together');
+
+# The admin chooses the names exported: a pattern in fw_metric_name.
+($ret, $out, $err) = $table->psql('postgres', q{INSERT INTO fw_metric_name VALUES ('flood%')},
+	extra_params => [ '-U', 'mallory' ]);
+like($err, qr/permission denied for table fw_metric_name/, 'an ordinary role cannot choose the names exported');
+$table->safe_psql('postgres', q{INSERT INTO fw_metric_name VALUES ('e2e\_%')});
+$metrics = table_metrics();
+is(join(",", sort map { /[{,]name="([^"]*)"/ } keys %{ $metrics->{fixed_window_calls_total} }),
+	'e2e_api', "the admin's choice: only e2e_api has series of its own");
+is(only($metrics, 'fixed_window_unnamed_calls_total', qr/storage="table"/), 3500,
+	'every other call is counted together');
+
+$table_exporter->kill_kill;
+$table->stop;
 done_testing();

@@ -74,9 +74,19 @@ SELECT storage, scope FROM fw_capacity WHERE storage = 'table';
 SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
 
 ALTER EXTENSION fixed_window UPDATE TO '1.6';
--- 1.6: the counters and statistics answer as before.
+-- 1.6: the counters and statistics answer as before, every name counted
+-- before with statistics of its own (the table's live rows too); the
+-- metrics' view is PUBLIC's, the admin's choice of names the owner's, and
+-- fw_capacity shows the table's names.
 SELECT ok, remaining FROM fw_limit('upg_api', 'u1', 5, '1 hour');
 SELECT name, calls, allowed, denied, no_room FROM fw_stats WHERE name LIKE 'upg%' ORDER BY name;
+SELECT name, calls, allowed, denied FROM fw_metrics
+WHERE storage = fw_storage_in_use() AND (name LIKE 'upg%' OR name IS NULL) ORDER BY name;
+SELECT has_table_privilege('public', 'fw_metrics', 'SELECT') AS public_reads_metrics,
+       has_table_privilege('public', 'fw_metric_name', 'SELECT') AS public_reads_metric_names,
+       has_function_privilege('public', 'fw_table_stats_capacity()', 'EXECUTE') AS public_reads_table_names,
+       has_function_privilege('public', 'fw_table_stats_limit()', 'EXECUTE') AS public_calls_limit;
+SELECT storage, scope, capacity FROM fw_capacity WHERE storage = 'table' ORDER BY scope;
 SELECT extversion = default_version AS current
 FROM pg_extension JOIN pg_available_extensions ON name = extname
 WHERE extname = 'fixed_window';

@@ -204,7 +204,8 @@ foreach my $strategy ('WAL_LOG', 'FILE_COPY')
 is($node->safe_psql('e1', q{
 		SELECT coalesce(string_agg(c::regclass::text, ',' ORDER BY c::regclass::text), 'none')
 		FROM pg_extension, unnest(extconfig) AS c WHERE extname = 'fixed_window'}),
-	'fw_override,fw_policy', 'fw_counter is not a configuration table of the extension; the definitions are');
+	'fw_metric_name,fw_override,fw_policy',
+	'fw_counter is not a configuration table of the extension; the definitions and the names exported are');
 my $dump = $node->basedir . '/e1.dump';
 my $plain = $node->basedir . '/e1.sql';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('e1') ], 'pg_dump -Fc e1');

@@ -24,7 +24,14 @@
 # sixth, a live 1.4 whose fw_stats an admin took from PUBLIC, granted to a
 # role and built a view on, is updated to 1.5: fw_stats keeps its rows, its
 # grants and that view, and gains no_room; fw_capacity appears, readable by
-# PUBLIC.
+# PUBLIC.  A seventh, a live 1.5 whose table counted 1,100 limit names (past
+# the 1,024 that 1.6 keeps apart), some of them deleted, whose fw_stats and
+# fw_capacity an admin took from PUBLIC, granted to a role and built a view
+# on, is updated to 1.6: fw_stats keeps every row, each name its statistics,
+# the grants and that view stay, the counters of both stores answer as
+# before; names made after the update are counted together until
+# fw_stats_reset(); fw_metrics appears, readable by PUBLIC, and
+# fw_metric_name, which only the owner reads.
 use strict;
 use warnings;
 
@@ -435,23 +442,42 @@ is(members($live13), $fresh, "$live13: it has exactly the objects of a fresh ins
 # ---------------------------------------------------------------------------
 # A live 1.4, updated to 1.5: fw_stats keeps its rows, its grants and the
 # views built on it, and gains no_room; fw_capacity is readable by PUBLIC.
+# A live installation of a version, as an admin left it: counters of a limit
+# in both stores (3 calls in shared memory, 2 in the table, 1 allowed in
+# each), the views named taken from PUBLIC and granted to a role of
+# monitoring, and a view built on fw_stats granted to it too.
+sub live_monitored
+{
+	my ($d, $version, $limit, $role, @views) = @_;
+	my $views = join(', ', @views);
+	$node->safe_psql('postgres', "CREATE DATABASE $d");
+	$node->safe_psql($d, "CREATE EXTENSION fixed_window VERSION '$version'");
+	$in_turn->($node, $d, qq{
+		SELECT fw_limit('$limit', 'in-shmem', 1, '1 hour') FROM generate_series(1, 3);
+		-- storage: table
+		SELECT fw_limit('$limit', 'in-table', 1, '1 hour') FROM generate_series(1, 2);
+		DO \$\$ BEGIN
+		    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$role') THEN
+		        CREATE ROLE $role;
+		    END IF;
+		END \$\$;
+		REVOKE SELECT ON $views FROM PUBLIC;
+		GRANT SELECT ON $views TO $role;
+		CREATE VIEW dashboard AS SELECT name, calls, denied FROM fw_stats;
+		GRANT SELECT ON dashboard TO $role;
+	});
+}
+
+# The admin gives back what live_monitored took.
+sub give_back
+{
+	my ($d, $role, @views) = @_;
+	my $views = join(', ', @views);
+	$node->safe_psql($d, qq{DROP VIEW dashboard; GRANT SELECT ON $views TO PUBLIC; REVOKE SELECT ON $views FROM $role});
+}
+
 my $live14 = 'live14';
-$node->safe_psql('postgres', "CREATE DATABASE $live14");
-$node->safe_psql($live14, "CREATE EXTENSION fixed_window VERSION '1.4'");
-$in_turn->($node, $live14, q{
-	SELECT fw_limit('l14', 'in-shmem', 1, '1 hour') FROM generate_series(1, 3);
-	-- storage: table
-	SELECT fw_limit('l14', 'in-table', 1, '1 hour') FROM generate_series(1, 2);
-	DO $$ BEGIN
-	    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'monitor14') THEN
-	        CREATE ROLE monitor14;
-	    END IF;
-	END $$;
-	REVOKE SELECT ON fw_stats FROM PUBLIC;
-	GRANT SELECT ON fw_stats TO monitor14;
-	CREATE VIEW dashboard AS SELECT name, calls, denied FROM fw_stats;
-	GRANT SELECT ON dashboard TO monitor14;
-});
+live_monitored($live14, '1.4', 'l14', 'monitor14', 'fw_stats');
 my $stats14 = q{SET ROLE monitor14; SELECT name, calls, allowed, denied FROM fw_stats WHERE name = 'l14'};
 is($node->safe_psql($live14, $stats14), 'l14|5|2|3', "$live14: the role granted fw_stats reads it on 1.4");
 $node->safe_psql($live14, "ALTER EXTENSION fixed_window UPDATE TO '1.5'");
@@ -469,9 +495,66 @@ is( $node->safe_psql($live14, q{
 		SELECT string_agg(storage || ' ' || scope || ' ' || used, ', ' ORDER BY storage, scope)
 		FROM fw_capacity WHERE storage = 'table' OR scope = 'database' AND name = current_database()}),
 	'shmem database 1, table database 1', "$live14: an ordinary role reads fw_capacity");
-$node->safe_psql($live14, q{DROP VIEW dashboard; GRANT SELECT ON fw_stats TO PUBLIC; REVOKE SELECT ON fw_stats FROM monitor14});
+give_back($live14, 'monitor14', 'fw_stats');
 $node->safe_psql($live14, 'ALTER EXTENSION fixed_window UPDATE');
 is(members($live14), $fresh, "$live14: with its grants back, it has exactly the objects of a fresh installation");
+
+# ---------------------------------------------------------------------------
+# A live 1.5, updated to 1.6.  The library is 1.6's already, as on a server
+# whose package was upgraded before ALTER EXTENSION ... UPDATE.
+my $live15 = 'live15';
+live_monitored($live15, '1.5', 'l15', 'monitor15', 'fw_stats', 'fw_capacity');
+# 1,100 names more on the table, the first 50 denied once, then deleted.
+$on_storage->($node, $live15, 'table', q{
+	SELECT count(*) FROM (SELECT fw_limit('l15_' || g, 'k', 1, '1 hour') FROM generate_series(1, 1100) g) AS c;
+	SELECT fw_limit('l15_' || g, 'k', 1, '1 hour') FROM generate_series(1, 50) g;
+	SELECT sum(fw_reset('l15_' || g)) FROM generate_series(1, 50) g;
+});
+my $stats15 = q{
+	SET ROLE monitor15;
+	SELECT count(*), count(name), sum(calls), sum(allowed), sum(denied),
+	       string_agg(name || ':' || calls || ':' || denied, ',' ORDER BY name) FILTER (WHERE name IN ('l15', 'l15_1', 'l15_1100'))
+	FROM fw_stats};
+my $before15 = $node->safe_psql($live15, $stats15);
+is($before15, '1101|1101|1155|1102|53|l15:5:3,l15_1:2:1,l15_1100:1:0',
+	"$live15: fw_stats on 1.5, 1,101 names, 50 of them with deleted rows");
+my $counters15 = $node->safe_psql($live15, $list_counters);
+$node->safe_psql($live15, "ALTER EXTENSION fixed_window UPDATE TO '1.6'");
+is($node->safe_psql($live15, "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window'"),
+	'1.6', "$live15: updated to 1.6");
+is($node->safe_psql($live15, $stats15), $before15,
+	"$live15: fw_stats keeps every row, each name its own, and its grant");
+is($node->safe_psql($live15, $list_counters), $counters15, "$live15: the counters of both stores are kept");
+($ret, $out, $err) = $node->psql($live15, q{SET ROLE plain; SELECT count(*) FROM fw_stats});
+like($err, qr/permission denied for view fw_stats/, "$live15: PUBLIC's revoked SELECT on fw_stats stays revoked");
+($ret, $out, $err) = $node->psql($live15, q{SET ROLE plain; SELECT count(*) FROM fw_capacity});
+like($err, qr/permission denied for view fw_capacity/, "$live15: and on fw_capacity");
+is( $node->safe_psql($live15, q{SET ROLE monitor15; SELECT count(*), sum(calls) FROM dashboard}),
+	'1101|1155', "$live15: the view built on fw_stats still works");
+is( $node->safe_psql($live15, q{
+		SET ROLE monitor15;
+		SELECT capacity, used FROM fw_capacity WHERE storage = 'table' AND scope = 'statistics'}),
+	'1024|1101', "$live15: fw_capacity, granted as before, shows the table's 1,101 names, past its 1,024");
+is( $node->safe_psql($live15, q{
+		SET ROLE plain;
+		SELECT count(*), count(name), sum(calls) FROM fw_metrics WHERE storage = 'table'}),
+	'1101|1101|1152', "$live15: fw_metrics, for PUBLIC, has every name the table counted");
+($ret, $out, $err) = $node->psql($live15, q{SET ROLE plain; SELECT count(*) FROM fw_metric_name});
+like($err, qr/permission denied for table fw_metric_name/, "$live15: fw_metric_name is not PUBLIC's");
+# Names made after the update are counted together, until a reset frees
+# the names.
+my $unnamed15 = q{
+	SELECT coalesce(name, '(unnamed)') || ':' || calls FROM fw_metrics
+	WHERE storage = 'table' AND (name IS NULL OR name = 'l15_new')};
+is( $on_storage->($node, $live15, 'table', q{
+		SELECT ok FROM fw_limit('l15_new', 'k', 1, '1 hour');} . $unnamed15),
+	"t\n(unnamed):1", "$live15: a name made after the update is counted together");
+is( $on_storage->($node, $live15, 'table', q{
+		SELECT fw_stats_reset();
+		SELECT ok FROM fw_limit('l15_new', 'k2', 1, '1 hour');} . $unnamed15),
+	"\nt\nl15_new:1", "$live15: after fw_stats_reset(), it has a place of its own");
+give_back($live15, 'monitor15', 'fw_stats', 'fw_capacity');
+is(members($live15), $fresh, "$live15: with its grants back, it has exactly the objects of a fresh installation");
 
 $node->stop;
 done_testing();

@@ -26,7 +26,9 @@ OBJS = \
 	src/window.o
 # A fresh install of the current version runs the same scripts an update
 # does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them,
-# and so is the router's.  Update scripts of both extensions that end with
+# and so is the router's, which then runs what only a new router does
+# (sql/fixed_window_proxy_fresh.sql: it routes by jump, where one updated
+# from 1.2 keeps the modulo).  Update scripts of both extensions that end with
 # the HTTP functions they share are built from a .sql.in and that text.
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
 PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
@@ -34,7 +36,8 @@ UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
 	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql \
 	sql/fixed_window--1.3--1.4.sql sql/fixed_window--1.4--1.5.sql \
 	sql/fixed_window--1.5--1.6.sql
-PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql sql/fixed_window_proxy--1.1--1.2.sql
+PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql sql/fixed_window_proxy--1.1--1.2.sql \
+	sql/fixed_window_proxy--1.2--1.3.sql
 UPGRADES_built = sql/fixed_window--1.2.1--1.3.sql sql/fixed_window_proxy--1.0--1.1.sql
 DATA = sql/fixed_window--1.0.sql sql/fixed_window_proxy--1.0.sql \
 	$(filter-out $(UPGRADES_built), $(UPGRADES) $(PROXY_UPGRADES))
@@ -89,7 +92,8 @@ endif
 sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
 	{ echo "/* fixed_window--$(EXTVERSION).sql: built by make from $(notdir $^) */"; \
 	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
-sql/fixed_window_proxy--$(PROXYVERSION).sql: sql/fixed_window_proxy--1.0.sql $(PROXY_UPGRADES)
+sql/fixed_window_proxy--$(PROXYVERSION).sql: sql/fixed_window_proxy--1.0.sql $(PROXY_UPGRADES) \
+		sql/fixed_window_proxy_fresh.sql
 	{ echo "/* fixed_window_proxy--$(PROXYVERSION).sql: built by make from $(notdir $^) */"; \
 	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
 # The most windows a policy has follows the C code's FW_MAX_WINDOWS.

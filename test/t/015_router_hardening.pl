@@ -12,7 +12,11 @@
 #   fails a call that spends with 08006 and sends one that does not again;
 # - item 14: fw_headers and fw_postgrest on the router, as on a shard;
 # - item 1: the router's views over rows a role may not see are security
-#   barriers: a leaky function of the role's sees only its own keys.
+#   barriers: a leaky function of the role's sees only its own keys;
+# - issue 30, item 15: a live 1.2 router updated to 1.3 routes every key
+#   where 1.2 did (by modulo) until its admin switches, at the instant set
+#   in fw_routing, to jump consistent hashing; sessions with calls planned
+#   before take the switch at their next call.
 use strict;
 use warnings;
 
@@ -20,6 +24,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename;
+use IPC::Run;
 use Time::HiRes qw(time);
 
 my $pkglibdir = `pg_config --pkglibdir`;
@@ -57,14 +62,23 @@ $router->safe_psql('postgres', q{
 	CREATE DATABASE router;
 	CREATE ROLE app LOGIN;
 });
-$router->safe_psql('router', qq{
-CREATE EXTENSION fixed_window_proxy CASCADE;
-CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
-    modular_mapping '1',
-    p0 'host=@{[ $shards[0]->host ]} port=@{[ $shards[0]->port ]} dbname=fw',
-    p1 'host=@{[ $shards[1]->host ]} port=@{[ $shards[1]->port ]} dbname=fw');
-CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
-GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
+# A router in database d, of a version (the current one when empty), over
+# the two shards.
+sub router_over_shards
+{
+	my ($d, $version) = @_;
+	$router->safe_psql($d, qq{
+		CREATE EXTENSION fixed_window_proxy @{[ $version ? "VERSION '$version'" : '' ]} CASCADE;
+		CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
+		    modular_mapping '1',
+		    p0 'host=@{[ $shards[0]->host ]} port=@{[ $shards[0]->port ]} dbname=fw',
+		    p1 'host=@{[ $shards[1]->host ]} port=@{[ $shards[1]->port ]} dbname=fw');
+		CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
+		GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
+	});
+}
+router_over_shards('router', '');
+$router->safe_psql('router', q{
 GRANT EXECUTE ON FUNCTION fw_refund(text, text, integer) TO app;
 SELECT fw_define('mix', 5, '1 minute', capacity => 10);
 SELECT fw_define('mix', 100, '1 month');
@@ -75,7 +89,7 @@ SELECT fw_override('mix', 'vip', 50, '1 minute');
 sub shard_of
 {
 	my ($name, $key) = @_;
-	return $router->safe_psql('router', "SELECT fw_shard('$name', '$key', 2)");
+	return $router->safe_psql('router', "SELECT fw_key_shard('$name', '$key')");
 }
 
 # Settings as hostile as can be, everywhere: every shard's database, for
@@ -310,25 +324,28 @@ sub router_members
 }
 $router->safe_psql('postgres', 'CREATE DATABASE router10');
 $router->safe_psql('postgres', 'CREATE DATABASE router11');
-$router->safe_psql('router11', 'CREATE EXTENSION fixed_window_proxy CASCADE');
-$router->safe_psql('router10', qq{
-	CREATE EXTENSION fixed_window_proxy VERSION '1.0' CASCADE;
-	CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
-	    modular_mapping '1',
-	    p0 'host=@{[ $shards[0]->host ]} port=@{[ $shards[0]->port ]} dbname=fw',
-	    p1 'host=@{[ $shards[1]->host ]} port=@{[ $shards[1]->port ]} dbname=fw');
-	CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
-});
+# A fresh router, told to route by modulo as a router updated from 1.2 does:
+# the function that routes is compiled from that.
+$router->safe_psql('router11', q{
+	CREATE EXTENSION fixed_window_proxy CASCADE;
+	INSERT INTO fw_routing VALUES ('-infinity', 'modulo');});
+router_over_shards('router10', '1.0');
 ($ret, $out, $err) = $router->psql('router10', q{SELECT * FROM fw_check_windows('mix', 'k')});
 like($err, qr/REMOTE ERROR: function fw_check_windows\(text, text, integer\) does not exist/,
 	"1.0 names fixed_window's functions unqualified: a shard's search_path = '' defeats it");
 $router->safe_psql('router10', 'ALTER EXTENSION fixed_window_proxy UPDATE');
 is($router->safe_psql('router10', "SELECT extversion FROM pg_extension WHERE extname = 'fixed_window_proxy'"),
-	'1.2', 'the live 1.0 router is updated to 1.2');
+	'1.3', 'the live 1.0 router is updated to 1.3');
 is(router_members('router10'), router_members('router11'),
-	'and has exactly the objects of a fresh 1.2 router');
-is( $router->safe_psql('router10', "$plain\nSELECT period, remaining FROM fw_check_windows('mix', 'k', 0) ORDER BY 1"),
-	"00:01:00|2\n1 mon|97", 'and routes calls as a fresh router does');
+	'and has exactly the objects of a fresh 1.3 router');
+# it routes as 1.0 did, by modulo (a fresh router routes by jump)
+my $modulo_shard = $router->safe_psql('router10', "SELECT fw_shard('mix', 'k', 2)");
+is($router->safe_psql('router10', "SELECT fw_key_shard('mix', 'k')"), $modulo_shard,
+	'and routes by modulo, as it did');
+my $windows = "$plain\nSELECT period, remaining FROM %sfw_check_windows('mix', 'k', 0) ORDER BY 1";
+is($router->safe_psql('router10', sprintf($windows, '')),
+	$shards[$modulo_shard]->safe_psql('fw', sprintf($windows, 'public.')),
+	'its calls reach that shard');
 
 # -- 1.2: the reading of a shard's answer is inlined (issue 22) ----------------
 
@@ -362,13 +379,92 @@ my $wire_answers = q{
 my $answers_11 = $router->safe_psql('router_11', $wire_answers);
 $router->safe_psql('router_11', 'ALTER EXTENSION fixed_window_proxy UPDATE');
 is(router_members('router_11'), router_members('router11'),
-	'the live 1.1 router is updated to 1.2, with the objects of a fresh one');
+	'the live 1.1 router is updated to 1.3, with the objects of a fresh one');
 my $plan_12 = $router->safe_psql('router_11', $wire_plan);
 unlike($plan_12, qr/fw_wire_\w+\(/,
 	'1.2 inlines every fw_wire_ function into the plans of a routed answer and window');
 like($plan_12, qr/format\(.*format\(.*format\(/s, 'which read the shard\'s numbers in place');
 is($router->safe_psql('router_11', $wire_answers), $answers_11,
 	'and reads the same answers as 1.1');
+
+# -- 1.3: routing by jump, switched to at an instant (issue 30, item 15) ------
+
+# A live 1.2 router whose keys have spent their one token of a century (a
+# window live on the real clock, that no test outlives).
+$router->safe_psql('postgres', 'CREATE DATABASE router12');
+router_over_shards('router12', '1.2');
+my $spend = q{SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, 200) AS g
+              WHERE (fw_limit('switch', 'k' || g, 1, '100 years', '2000-01-01 00:00+00')).ok};
+my $counters = q{SELECT string_agg(key || ':' || shard, ',' ORDER BY key, shard) FROM fw_counters WHERE name = 'switch'};
+is(scalar(split /,/, $router->safe_psql('router12', $spend)), 200, '1.2: 200 keys spend their token');
+my $on_12 = $router->safe_psql('router12', $counters);
+my $by_modulo = $router->safe_psql('router12', q{
+	SELECT string_agg('k' || g || ':' || fw_shard('switch', 'k' || g, 2), ',' ORDER BY 'k' || g)
+	FROM generate_series(1, 200) AS g});
+is($on_12, $by_modulo, '1.2 routes each key to fw_shard_hash(name, key) modulo 2');
+
+# A session that routed before the update and calls on after it.
+my $session = $router->background_psql('router12', on_error_stop => 1, extra_params => [ '-U', 'app' ]);
+is($session->query_safe($spend), '', 'and are denied, in a session that calls on across what follows');
+
+$router->safe_psql('router12', 'ALTER EXTENSION fixed_window_proxy UPDATE');
+is($router->safe_psql('router12', q{
+	SELECT extversion, fw_routing_method(), (SELECT string_agg(since || ' ' || method, ',') FROM fw_routing)
+	FROM pg_extension WHERE extname = 'fixed_window_proxy'}),
+	'1.3|modulo|-infinity modulo', 'the live 1.2 router is updated to 1.3, and routes by modulo');
+is(router_members('router12'), router_members('router11'),
+	'with exactly the objects of a fresh 1.3 router told to route by modulo');
+is($router->safe_psql('router12', $spend), '', 'every key is found where 1.2 left it: all are denied');
+is($session->query_safe($spend), '', 'through a session of 1.2 too');
+is($router->safe_psql('router12', $counters), $on_12, 'and no counter is anywhere else');
+is($router->safe_psql('router12', q{
+	SELECT string_agg('k' || g || ':' || fw_key_shard('switch', 'k' || g), ',' ORDER BY 'k' || g)
+	FROM generate_series(1, 200) AS g}), $by_modulo, 'fw_key_shard says so');
+
+# A switch scheduled for later changes nothing before its instant.
+$router->safe_psql('router12', "INSERT INTO fw_routing VALUES ('2999-01-01 00:00+00', 'jump')");
+is($router->safe_psql('router12', 'SELECT fw_routing_method()'), 'modulo', 'a switch set for 2999 is not in force');
+is($router->safe_psql('router12', $spend), '', 'and the keys are routed as before');
+is($session->query_safe($spend), '', 'in every session');
+
+# The instant comes (here: the switch is moved to the past).  The router
+# routes by jump: the keys whose shard differs start afresh there.
+$router->safe_psql('router12', "UPDATE fw_routing SET since = now() - interval '1 second' WHERE method = 'jump'");
+is($router->safe_psql('router12', 'SELECT fw_routing_method()'), 'jump', 'the switch is in force');
+my @by_jump = split /,/, $router->safe_psql('router12', q{
+	SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, 200) AS g
+	WHERE fw_shard('switch', 'k' || g, 2, 'jump') <> fw_shard('switch', 'k' || g, 2, 'modulo')});
+cmp_ok(scalar(@by_jump), '>', 60, 'about half the keys have another shard by jump (more than 60 of 200)');
+cmp_ok(scalar(@by_jump), '<', 140, 'about half the keys have another shard by jump (fewer than 140 of 200)');
+is($session->query_safe($spend), join(',', @by_jump),
+	'a session that called before the switch routes by jump at its next call: exactly those keys are allowed again');
+is($router->safe_psql('router12', $spend), '', 'and then denied, in every session');
+is($router->safe_psql('router12', q{
+	SELECT count(*) FROM fw_counters
+	WHERE name = 'switch' AND shard = fw_shard(name, key, 2, 'jump') AND shard = fw_key_shard(name, key)}),
+	'200', 'each key has its counter on its shard by jump, which fw_key_shard names');
+$session->quit;
+
+# A router restored from pg_dump routes as the one dumped.
+my $dumped = '';
+IPC::Run::run([ 'pg_dump', '-h', $router->host, '-p', $router->port, 'router12' ], '>', \$dumped)
+  or die 'pg_dump failed';
+$router->safe_psql('postgres', 'CREATE DATABASE router12_restored');
+$router->safe_psql('router12_restored', $dumped);
+my $routing = q{SELECT (SELECT string_agg(since || ' ' || method, ',' ORDER BY since) FROM fw_routing),
+                       fw_routing_method(), pg_get_functiondef('fw_run_on'::regproc)};
+is($router->safe_psql('router12_restored', $routing), $router->safe_psql('router12', $routing),
+	'a router restored from pg_dump has the same routing');
+
+# The routing is the router's configuration: PUBLIC reads it, and only its
+# owner changes it.
+is($router->safe_psql('router12', 'SELECT count(*) FROM fw_routing', extra_params => [ '-U', 'app' ]),
+	'2', 'an ordinary role reads fw_routing');
+($ret, $out, $err) = $router->psql('router12', "INSERT INTO fw_routing VALUES (now(), 'modulo')",
+	extra_params => [ '-U', 'app' ]);
+like($err, qr/ERROR:  permission denied for table fw_routing/, 'but does not change it');
+($ret, $out, $err) = $router->psql('router12', 'SELECT fw_route_compile()', extra_params => [ '-U', 'app' ]);
+like($err, qr/ERROR:  permission denied for function fw_route_compile/, 'nor the routing');
 
 $router->stop;
 $_->stop foreach @shards;

@@ -1,18 +1,28 @@
 # The scaling-out guide, docs/scaling-out.md, run as written (issue 19,
-# item 13): its set-up on two shards and a router, then its steps from two
-# shards to four.  Each block the guide marks "<!-- run: ... -->" runs, in
-# the guide's order, where the marker says: on each first shard, on each new
-# shard, on the router (psql, stopping at the first error), or in bash
-# (-euo pipefail).  The host names shardN.example and router.example stand
+# item 13): its set-up on three shards and a router, then its steps from
+# three shards to four.  Each block the guide marks "<!-- run: ... -->" runs,
+# in the guide's order, where the marker says: on each first shard, on the
+# new shard, on the router (psql, stopping at the first error), in bash
+# (-euo pipefail), or in Python (its functions, asked for the shards of
+# 1,000 keys, must answer as the router does).  The host names shardN.example and router.example stand
 # for this test's servers: "host=shardN.example" is replaced by the
 # server's socket directory and port, wherever it appears.
 #
 # Checked: every block runs without an error; the role the guide creates
-# calls through the router, on the first shards and on the new ones; after
+# calls through the router, on the first shards and on the new one; after
 # the change every window of every policy is on every shard; the copy of the
 # definitions (steps 2 and 3) can run again, and its check fails when a new
 # shard differs.  1.0's guide failed: it granted to a role it never created,
 # and never created the calling roles on the new shards.
+#
+# The keys the change moves (issue 30, item 15), measured through the
+# routers as a caller sees them: before the change 1,000 keys spend their one
+# token, after it the keys admitted again are those whose counter is now on
+# another shard.  The guide's router, a new one, routes by jump consistent
+# hashing: from 3 to 4 shards about a quarter of the keys move, every one to
+# the new shard.  A router that keeps 1.2's modulo (one updated from 1.2,
+# or told to, as the guide says) moves about three quarters, two thirds of
+# them between old shards.  Through 1.2 the guide's router moved 75%.
 use strict;
 use warnings;
 
@@ -50,7 +60,7 @@ my @blocks;
 	}
 }
 my %kinds = map { $_->[0] => 1 } @blocks;
-is(join(', ', sort keys %kinds), 'on each new shard, on each shard, on the router, shell',
+is(join(', ', sort keys %kinds), 'on each new shard, on each shard, on the router, python, shell',
 	'the guide marks blocks for every kind of server');
 
 my @shards;
@@ -80,8 +90,8 @@ sub run_block
 {
 	my ($where, $text, $name) = @_;
 	my @servers =
-	    $where eq 'on each shard' ? @shards[ 0, 1 ]
-	  : $where eq 'on each new shard' ? @shards[ 2, 3 ]
+	    $where eq 'on each shard' ? @shards[ 0 .. 2 ]
+	  : $where eq 'on each new shard' ? $shards[3]
 	  : $where eq 'on the router' ? ($router)
 	  : ();
 	$text = local_hosts($text);
@@ -99,21 +109,134 @@ sub run_block
 		note $out;
 		return fail("$name: $err") unless $ok;
 	}
+	if ($where eq 'python')
+	{
+		# the shards of 1,000 keys among 3 and 4, by jump and by modulo
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ 'python3', '-c', $text . q{
+print(",".join(" ".join(str(fw_shard("api", "user-%d" % g, n, method))
+                        for n, method in ((3, "jump"), (4, "jump"), (3, "modulo"), (4, "modulo")))
+               for g in range(1, 1001)))
+} ], '>', \$out, '2>', \$err) or return fail("$name: $err");
+		chomp $out;
+		return is($out, $router->safe_psql('postgres', q{
+			SELECT string_agg(concat_ws(' ', fw_key_shard(name, key), fw_shard(name, key, 4, 'jump'),
+			                            fw_shard(name, key, 3), fw_shard(name, key, 4, 'modulo')), ',' ORDER BY g)
+			FROM generate_series(1, 1000) AS g, LATERAL (VALUES ('api', 'user-' || g)) AS v(name, key)}),
+			"$name: the guide's Python finds the shards the router does, by jump and by modulo");
+	}
 	return pass($name);
+}
+
+# The keys a change of shards moves, as callers see them: before it, 1,000
+# keys of a name spend their one token of a century (a window live on the
+# real clock, that no test outlives); after it, the keys allowed again are
+# those that now reach another shard, which fw_counters names.  The keys
+# are fixed, so are their shards: the counts below are the same every run.
+my $keys = 1000;
+sub spend
+{
+	my ($db, $name) = @_;
+	return split /,/, $router->safe_psql($db, qq{
+		SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, $keys) AS g
+		WHERE (fw_limit('$name', 'k' || g, 1, '100 years', '2000-01-01 00:00+00')).ok});
+}
+sub counter_shards
+{
+	my ($db, $name) = @_;
+	my %shards;
+	foreach (split /\n/, $router->safe_psql($db,
+		"SELECT key, shard FROM fw_counters WHERE name = '$name' ORDER BY key, shard"))
+	{
+		my ($key, $shard) = split /\|/;
+		push @{ $shards{$key} }, $shard;
+	}
+	return \%shards;
+}
+my %before;
+sub before_change
+{
+	my ($db, $name) = @_;
+	my @allowed = spend($db, $name);
+	is(scalar(@allowed), $keys, "$db: $keys keys spend their token on three shards");
+	@allowed = spend($db, $name);
+	is(scalar(@allowed), 0, "$db: and are denied");
+	$before{$db} = counter_shards($db, $name);
+}
+# What the change did: the keys allowed again, those now on another old
+# shard, those now on the new shard.
+sub after_change
+{
+	my ($db, $name) = @_;
+	my @again = spend($db, $name);
+	my $now = counter_shards($db, $name);
+	my @moved;
+	my ($old, $new) = (0, 0);
+	foreach my $key (keys %$now)
+	{
+		my @shards = grep { $_ != $before{$db}->{$key}->[0] } @{ $now->{$key} };
+		next unless @shards;
+		push @moved, substr($key, 1);
+		$shards[0] < 3 ? $old++ : $new++;
+	}
+	is(join(',', sort { $a <=> $b } @again), join(',', sort { $a <=> $b } @moved),
+		"$db: exactly the keys whose counter moved are allowed again");
+	note "$db: from 3 to 4 shards, " . scalar(@again) . " of $keys keys allowed again: "
+	  . "$old moved between old shards, $new to the new one";
+	return (scalar(@again), $old, $new);
+}
+
+# A router that keeps 1.2's routing, beside the guide's: in a database of
+# the router's server, over the same shards, set up as the guide sets up a
+# router that joins a fleet routing by modulo.
+sub legacy_router
+{
+	$router->safe_psql('postgres', 'CREATE DATABASE legacy');
+	$router->safe_psql('legacy', local_hosts(q{
+		CREATE EXTENSION fixed_window_proxy CASCADE;
+		INSERT INTO fw_routing VALUES ('-infinity', 'modulo');
+		CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
+		    modular_mapping '1',
+		    p0 'host=shard0.example dbname=fw',
+		    p1 'host=shard1.example dbname=fw',
+		    p2 'host=shard2.example dbname=fw');
+		CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;}));
 }
 
 my $n = 0;
 foreach my $block (@blocks)
 {
 	$n++;
+	my $adds_shards = $block->[1] =~ /ALTER SERVER fw_shards/;
+	if ($adds_shards)
+	{
+		legacy_router();
+		before_change('postgres', 'moves');
+		before_change('legacy', 'moves_by_modulo');
+	}
 	run_block(@$block, "block $n of the guide runs ($block->[0])");
+	$router->safe_psql('legacy', local_hosts($block->[1])) if $adds_shards;
 }
+
+# The guide's router routes by jump: a quarter of the keys move, all to the
+# new shard (1,000 keys: 250, 3.6 standard deviations either side).
+my ($again, $between, $to_new) = after_change('postgres', 'moves');
+cmp_ok($again, '>', 200, 'the guide\'s router moved about a quarter of the keys (more than 200 of 1,000)');
+cmp_ok($again, '<', 300, 'the guide\'s router moved about a quarter of the keys (fewer than 300 of 1,000)');
+is($between, 0, 'and none between old shards: each moved key went to the new shard');
+
+# 1.2's modulo: three quarters move, two thirds of them between old shards.
+($again, $between, $to_new) = after_change('legacy', 'moves_by_modulo');
+cmp_ok($again, '>', 700, 'a router routing by modulo moved about three quarters (more than 700 of 1,000)');
+cmp_ok($again, '<', 800, 'a router routing by modulo moved about three quarters (fewer than 800 of 1,000)');
+cmp_ok($between, '>', 450, 'about half of all keys between old shards (more than 450)');
+cmp_ok($between, '<', 550, 'about half of all keys between old shards (fewer than 550)');
 
 # The role the guide creates calls through the router: its keys reach the
 # first shards and the new ones.
 is( $router->safe_psql('postgres', q{
 		SELECT count(*) FILTER (WHERE (fw_limit('api', 'user-' || g)).ok),
-		       count(DISTINCT fw_shard('api', 'user-' || g, 4))
+		       count(DISTINCT fw_key_shard('api', 'user-' || g))
 		FROM generate_series(1, 100) AS g}, extra_params => [ '-U', 'app' ]),
 	'100|4', 'the role the guide creates calls through the router, on all four shards');
 is( $router->safe_psql('postgres',

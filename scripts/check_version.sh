@@ -82,6 +82,29 @@ grep -q "is(\$default, '$fw_short'," test/t/009_upgrade.pl ||
 grep -q "^## $fw_short[ :]" CHANGELOG.md ||
     { echo "CHANGELOG.md has no section \"## $fw_short\"" >&2; status=1; }
 
+# What the versions name: META.json's provides.*.file is each extension's
+# install script of its version (make builds it, make dist ships it); the
+# file names the README and docs/ give (a package, a release archive) are of
+# the current version.
+meta_file() {
+    awk -v want="$1" '
+        /"provides"/ { in_provides = 1 }
+        in_provides && $0 ~ "\"" want "\"[[:space:]]*:" { found = 1 }
+        found && /"file"/ { print; exit }' META.json |
+        sed 's/.*"file"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/'
+}
+check "META.json's file of fixed_window" "sql/fixed_window--$(control_version fixed_window).sql" \
+    "$(meta_file fixed_window)"
+check "META.json's file of fixed_window_proxy" "sql/fixed_window_proxy--$(control_version fixed_window_proxy).sql" \
+    "$(meta_file fixed_window_proxy)"
+while IFS=: read -r file line name; do
+    named=$(sed -n 's/.*[-_]\([0-9]*\.[0-9]*\.[0-9]*\)[._].*/\1/p' <<<"$name")
+    if [ "$named" != "$fw" ]; then
+        echo "version mismatch: $file:$line names $name, of version $named, not $fw" >&2
+        status=1
+    fi
+done < <(grep -onE '(fixed_window-|fixed-window_)[0-9]+\.[0-9]+\.[0-9]+[._][A-Za-z0-9_.]*' README.md docs/*.md)
+
 # The oldest PostgreSQL: compat.h refuses anything older; META.json,
 # debian/pgversions and the README must say the same; and SQL-standard
 # function bodies (RETURN, BEGIN ATOMIC) in the scripts need 14.

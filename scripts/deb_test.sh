@@ -70,6 +70,16 @@ while read -r link; do
 done < <(readme_links)
 [ $broken -eq 0 ] || exit 1
 echo "test-deb: the package holds README.md and the $(readme_links | wc -l) documents it links to"
+# the examples the README names (1.5 shipped none), uncompressed where it says
+readme_examples() { grep -o 'examples/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$docdir/README.md" | sort -u; }
+while read -r example; do
+    if [ ! -e "$docdir/$example" ]; then
+        echo "test-deb: README.md names $example, which the package does not hold" >&2
+        broken=1
+    fi
+done < <(readme_examples)
+[ $broken -eq 0 ] || exit 1
+echo "test-deb: the package holds the $(readme_examples | wc -l) examples the README names"
 
 fw_log "calling the packaged extension on a fresh cluster"
 mkdir "$work/cluster"; chown "$FW_RUN_USER" "$work/cluster"

@@ -217,8 +217,9 @@ DISTNAME = fixed_window-$(shell bash $(srcdir)/scripts/check_version.sh --semver
 # The release archive PGXN takes: the committed tree, in one directory,
 # with the install scripts make builds (META.json names them).
 dist: check-version $(DATA_built)
-	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ \
-		$(foreach f,$(DATA_built),--add-file=$(abspath $(f))) -o $(abspath $(DISTNAME).zip) HEAD
+	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/sql/ \
+		$(foreach f,$(DATA_built),--add-file=$(abspath $(f))) --prefix=$(DISTNAME)/ \
+		-o $(abspath $(DISTNAME).zip) HEAD
 	@echo "wrote $(DISTNAME).zip"
 else
 all:

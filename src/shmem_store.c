@@ -2438,13 +2438,20 @@ fwshmem_resize_step(void *arg)
 void
 fwshmem_follow_setting(void)
 {
+	static TimestampTz followed = 0;	/* the reading last compared */
 	uint32		target = (uint32) fw_max_counters;
 	ErrorData  *error;
 	bool		apply;
 
+	/*
+	 * Once per reading of the configuration: a backend that has not read a
+	 * newer one yet, while the others asked for its value, would otherwise
+	 * take the admin lock at each call until it does.
+	 */
 	if (fw_shared == NULL || ((volatile FwShared *) fw_shared)->target == target ||
-		!fwshmem_lock_admin())
+		PgReloadTime == followed || !fwshmem_lock_admin())
 		return;
+	followed = PgReloadTime;
 	apply = fw_shared->target != target && PgReloadTime > fw_shared->target_at;
 	if (apply)
 	{

@@ -104,3 +104,27 @@ fw_cluster_stop() {
     local dir=$1
     [ -f "$dir/data/postmaster.pid" ] && fw_as_user pg_ctl -D "$dir/data" -m fast -w stop >/dev/null || true
 }
+
+# fw_stop_pid PID: SIGTERM to a process this script started, then SIGKILL
+# if it has not ended within ten seconds.
+fw_stop_pid() {
+    local pid=$1 _
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# fw_left_running DIR: after a script's clean-up, fail if any process whose
+# command line names DIR (a cluster, a pooler or a service it started there)
+# still runs; name each and end it.
+fw_left_running() {
+    local dir=$1 left pid
+    left=$(pgrep -a -f -- "$dir") || return 0
+    echo "still running after $dir was cleaned up:" >&2
+    echo "$left" >&2
+    for pid in $(echo "$left" | cut -d' ' -f1); do fw_stop_pid "$pid"; done
+    return 1
+}

@@ -2,7 +2,8 @@
 # The example service's test (a layer of make test): a throwaway cluster
 # with fixed_window preloaded and the schema, the service on a free port
 # (start.sh), and its tests over HTTP.  Runs as an unprivileged user; make
-# test installs Node.js and npm first when they are missing.
+# test installs Node.js and npm first when they are missing.  Whatever it
+# started has ended when it ends (fw_left_running).
 #
 # Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -14,6 +15,7 @@ cleanup() {
     service_stop
     fw_cluster_stop "$dir"
     rm -rf "$dir"
+    fw_left_running "$dir"
 }
 trap cleanup EXIT
 
@@ -24,7 +26,7 @@ fw_cluster_start "$dir" "shared_preload_libraries = 'fixed_window'"
 service_start "$here" "$dir" FW_TEST_CLOCK=1 TRUSTED_PROXIES=127.0.0.1 STATEMENT_TIMEOUT_MS=1000
 
 if ! fw_as_user env SERVICE_URL="$service_url" PG_DATA="$dir/data" PGHOST="$PGHOST" PGPORT="$PGPORT" \
-        PGUSER="$PGUSER" PGDATABASE="$PGDATABASE" node --test "$here/test/"; then
+        PGUSER="$PGUSER" PGDATABASE="$PGDATABASE" node --test "$dir/service/test/"; then
     echo "--- service log" >&2
     cat "$dir/service.log" >&2
     exit 1

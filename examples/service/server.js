@@ -91,6 +91,17 @@ const pool = new pg.Pool({
 // pg_terminate_backend): the pool drops it and connects anew when needed.
 // Without this handler Node would exit on the 'error' event.
 pool.on('error', (err) => console.error('an idle database connection ended:', err.message));
+// The pool listens to a connection's errors only while it is idle: one the
+// server ends while a request holds it would emit an 'error' nobody
+// handles, and Node would exit.  A new connection is even handed out from
+// inside the handler of the data that made it ready, so that the server's
+// ending it in the same data found no listener at all.  So every
+// connection has a listener of its own from the start, which notes how it
+// ended; the query running, or the next, fails too.
+const ended = new WeakMap();
+pool.on('connect', (client) => client.on('error', (err) => {
+  if (!ended.has(client)) ended.set(client, err);
+}));
 
 // Every request is one transaction, which starts with its deadline.
 const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`;
@@ -136,13 +147,7 @@ function failure(err) {
 async function withDatabase(req, fn) {
   const clock = testing ? req.headers['x-test-clock'] : undefined;
   const client = await pool.connect();
-  // While a connection is checked out, the pool does not listen to its
-  // errors: one the server ends between two queries would emit an 'error'
-  // nobody handles, and Node would exit.  The query running, or the next,
-  // fails too.
   let broken;
-  const lost = (err) => { broken ??= err; };
-  client.on('error', lost);
   try {
     await client.query(BEGIN);
     if (clock !== undefined) await client.query("SELECT set_config('fixed_window.debug_now', $1, true)", [clock]);
@@ -154,14 +159,13 @@ async function withDatabase(req, fn) {
     // serves again; after anything else (a FATAL, a connection lost, a
     // query the client stopped waiting for) its state is unknown.
     if (err instanceof pg.DatabaseError && err.severity === 'ERROR') {
-      await client.query('ROLLBACK').catch(lost);
+      await client.query('ROLLBACK').catch((e) => { broken = e; });
     } else {
-      lost(err);
+      broken = err;
     }
     throw err;
   } finally {
-    client.off('error', lost);
-    client.release(broken);             // a connection that failed is not reused
+    client.release(ended.get(client) ?? broken);    // a connection that failed is not reused
   }
 }
 

@@ -2,7 +2,10 @@
 // are in flight, again and again.  1.5's service exited in 3 of 4 such
 // restarts with 50 requests in flight (an 'error' event of a connection
 // checked out of the pool, which pg-pool does not listen to), and answered
-// 500 to "Client has encountered a connection error and is not queryable".
+// 500 to "Client has encountered a connection error and is not queryable";
+// a listener added by the request that checks a connection out still
+// missed, in about one round in ten of ended sessions, the error of a new
+// connection ended in the same data that made it ready.
 // Here every request must be answered 200, or 503 with Retry-After, the
 // service must answer 200 again once the database is back, and no
 // connection may leak: in the end the pool holds only idle connections,
@@ -14,7 +17,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { T0, hello, pgCtl, poolerAdmin, pooler, service, sql, until } from './helpers.js';
 
-const ROUNDS = 10;              // half of them restart the database, half end its sessions
+const ROUNDS = 20;              // half of them restart the database, half end its sessions
 const IN_FLIGHT = 50;
 const POOL_SIZE = 8;            // the service's default
 

@@ -166,6 +166,10 @@ test-monitoring:
 # The example HTTP service (Node.js, from npm) against a throwaway cluster.
 test-service:
 	bash $(srcdir)/examples/service/test.sh
+# PgBouncer in transaction mode in front of fw_limit and of the example
+# service (test/pgbouncer/NNN_*.sh, each on clusters of its own).
+test-pgbouncer:
+	bash $(srcdir)/test/pgbouncer/run.sh
 # The Debian package: built with dpkg-buildpackage, installed, called (as root).
 test-deb:
 	bash $(srcdir)/scripts/deb_test.sh
@@ -228,7 +232,7 @@ all:
 endif
 
 .PHONY: test demo bench unit check-layers check-version check-docs dist installcheck \
-	test-regress test-regress-table test-isolation test-isolation-table test-tap test-monitoring test-service test-deb \
+	test-regress test-regress-table test-isolation test-isolation-table test-tap test-monitoring test-service test-pgbouncer test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap
 

@@ -12,17 +12,15 @@ fw_build_install
 
 dir=$(fw_private_dir)
 source "$FW_ROOT/examples/service/start.sh"
-trap 'service_stop; fw_cluster_stop "$dir"; rm -rf "$dir"' EXIT
+# Everything the demo started ends with it: the service, then the cluster.
+trap 'service_stop; fw_cluster_stop "$dir"; rm -rf "$dir"; fw_left_running "$dir"' EXIT
 fw_cluster_start "$dir"
 fw_log "throwaway cluster in $dir; running demo/demo.sql"
 fw_as_user psql -X -q -v ON_ERROR_STOP=1 -f "$FW_ROOT/demo/demo.sql"
 
 fw_log "the example HTTP service, in a database of its own"
-mkdir "$dir/service"
-tar -C "$FW_ROOT/examples/service" --exclude=node_modules -cf - . | tar -C "$dir/service" -xf -
-[ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$dir/service"
 fw_as_user createdb service
-PGDATABASE=service service_start "$dir/service" "$dir"
+PGDATABASE=service service_start "$FW_ROOT/examples/service" "$dir"
 fw_as_user psql -X -q -d service -c \
     "INSERT INTO api_keys VALUES (sha256(convert_to('demo', 'UTF8')), 'the demo')"
 echo

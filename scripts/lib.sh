@@ -104,3 +104,71 @@ fw_cluster_stop() {
     local dir=$1
     [ -f "$dir/data/postmaster.pid" ] && fw_as_user pg_ctl -D "$dir/data" -m fast -w stop >/dev/null || true
 }
+
+# fw_pgbouncer_start DIR [pgbouncer.ini lines...]: PgBouncer in transaction
+# mode in front of the cluster the PG* variables name (fw_cluster_start), as
+# the unprivileged account, listening only on a socket in DIR (port 6432),
+# with the ignore_startup_parameters most installations set
+# (extra_float_digits, for JDBC); the lines given come after these and
+# replace them.  Every login role of the cluster at this moment may connect
+# (auth_type trust); PGUSER may use the admin console (database pgbouncer).
+# Sets FW_POOLER_PORT; the log is DIR/pgbouncer.log.
+fw_pgbouncer_start() {
+    local dir=$1 _; shift
+    fw_as_user psql -X -At -c 'SELECT format($$"%s" ""$$, replace(rolname, $$"$$, $$""$$)) FROM pg_roles WHERE rolcanlogin' \
+        >"$dir/pgbouncer.users"
+    {
+        echo "[databases]"
+        echo "* = host=$PGHOST port=$PGPORT"
+        echo "[pgbouncer]"
+        echo "unix_socket_dir = $dir"
+        echo "listen_port = 6432"
+        echo "pool_mode = transaction"
+        echo "auth_type = trust"
+        echo "auth_file = $dir/pgbouncer.users"
+        echo "admin_users = $PGUSER"
+        echo "ignore_startup_parameters = extra_float_digits"
+        echo "logfile = $dir/pgbouncer.log"
+        echo "pidfile = $dir/pgbouncer.pid"
+        printf '%s\n' "$@"
+    } >"$dir/pgbouncer.ini"
+    [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$dir/pgbouncer.users" "$dir/pgbouncer.ini"
+    fw_as_user /usr/sbin/pgbouncer -d -q "$dir/pgbouncer.ini"
+    for _ in $(seq 100); do
+        [ -S "$dir/.s.PGSQL.6432" ] && break
+        sleep 0.1
+    done
+    [ -S "$dir/.s.PGSQL.6432" ] || { echo "pgbouncer did not start:" >&2; cat "$dir/pgbouncer.log" >&2; return 1; }
+    FW_POOLER_PORT=6432
+}
+
+# fw_pgbouncer_stop DIR: stop the PgBouncer fw_pgbouncer_start started, if it runs.
+fw_pgbouncer_stop() {
+    local dir=$1
+    [ -f "$dir/pgbouncer.pid" ] && fw_stop_pid "$(cat "$dir/pgbouncer.pid")"
+    return 0
+}
+
+# fw_stop_pid PID: SIGTERM to a process this script started, then SIGKILL
+# if it has not ended within ten seconds.
+fw_stop_pid() {
+    local pid=$1 _
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# fw_left_running DIR: after a script's clean-up, fail if any process whose
+# command line names DIR (a cluster, a pooler or a service it started there)
+# still runs; name each and end it.
+fw_left_running() {
+    local dir=$1 left pid
+    left=$(pgrep -a -f -- "$dir") || return 0
+    echo "still running after $dir was cleaned up:" >&2
+    echo "$left" >&2
+    for pid in $(echo "$left" | cut -d' ' -f1); do fw_stop_pid "$pid"; done
+    return 1
+}

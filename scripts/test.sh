@@ -17,6 +17,8 @@
 #               then a cluster, postgres_exporter with the queries and
 #               Prometheus with the rules, the metrics read through PromQL
 #   service     the example HTTP service (examples/service), driven over HTTP
+#   pgbouncer   PgBouncer in transaction mode in front of fw_limit (pgbench,
+#               exact counts) and of the example service (test/pgbouncer)
 #   deb         the Debian package: built (its build runs make installcheck),
 #               installed, and called on a fresh cluster; as root only
 #
@@ -34,7 +36,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
-fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter
+fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter pgbouncer
 fw_node_packages
 make -C "$FW_ROOT" -s clean >/dev/null
 fw_build_install
@@ -81,6 +83,7 @@ layer tap test-tap
 layer tap-dsm test-tap-dsm
 layer monitoring test-monitoring
 layer service test-service
+layer pgbouncer test-pgbouncer
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"

@@ -10,6 +10,10 @@
 // connection comes from a proxy the service is told to trust
 // (TRUSTED_PROXIES), and then only the entries trusted proxies added, read
 // from the right: the first address that is not one of them is the client.
+// Some proxies add the client's port: "203.0.113.7:4711", or with IPv6
+// "[2001:db8::1]:443" (RFC 7239's form); the address is the part before it.
+// An IPv6 address without brackets is taken whole ("2001:db8::1:443" is an
+// address), and an entry that is neither form is no address.
 //
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
@@ -26,13 +30,31 @@ export function trustedProxies(list) {
   return new Set(String(list ?? '').split(',').map(normalize).filter((a) => net.isIP(a)));
 }
 
+// The address of a forwarded entry, without its port; '' when it is none.
+const BRACKETED = /^\[([^\]]*)\](?::([0-9]{1,5}))?$/;     // [IPv6], [IPv6]:port
+const IPV4_PORT = /^([0-9.]+):([0-9]{1,5})$/;              // IPv4:port
+function forwardedAddress(entry) {
+  let host = entry.trim();
+  let port;
+  const bracketed = host.match(BRACKETED);
+  if (bracketed) {
+    [, host, port] = bracketed;
+    if (!net.isIPv6(host)) return '';
+  } else {
+    [, host, port] = host.match(IPV4_PORT) ?? [, host];
+  }
+  if (port !== undefined && Number(port) > 65535) return '';
+  const address = normalize(host);
+  return net.isIP(address) ? address : '';
+}
+
 export function clientAddress(req, trusted) {
   let address = normalize(req.socket.remoteAddress);
   const forwarded = String(req.headers['x-forwarded-for'] ?? '')
-    .split(',').map(normalize).filter(Boolean);
+    .split(',').filter((e) => e.trim() !== '');
   while (trusted.has(address) && forwarded.length > 0) {
-    const hop = forwarded.pop();
-    if (!net.isIP(hop)) break;        // not an address: the proxy is the client we know
+    const hop = forwardedAddress(forwarded.pop());
+    if (hop === '') break;            // not an address: the proxy is the client we know
     address = hop;
   }
   return address;

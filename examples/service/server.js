@@ -13,32 +13,52 @@
 //
 // What a copy of it must keep:
 //
-// - The database may restart, or end a pooled connection, at any time: the
-//   pool's errors are handled, and while the database cannot be reached
-//   requests get 503 with Retry-After, then 200 again once it is back.
-// - Every query has a deadline (STATEMENT_TIMEOUT_MS, enforced by the
-//   server, which cancels the statement), shorter than clients wait: a call
-//   held up (behind a lock, say) is cancelled before it spends, and the
-//   request answers 503.  A call that has spent has answered: it takes
-//   microseconds.
+// - The database may restart, or end a connection, at any time, idle in
+//   the pool or checked out with requests in flight: every connection's
+//   errors are handled (an 'error' event nobody listens to ends Node), and
+//   while the database cannot be reached requests get 503 with
+//   Retry-After, then 200 again once it is back.  A connection that failed
+//   is never reused.
+// - Every statement has a deadline (STATEMENT_TIMEOUT_MS), enforced by the
+//   server, which cancels the statement, and set inside each transaction
+//   (SET LOCAL) so that it holds behind a transaction pooler such as
+//   pgbouncer too: a pooler refuses a startup parameter it does not know or
+//   drops it, and a session's SET would stay on a server connection other
+//   clients use next.  A call held up (behind a lock, say) is cancelled
+//   before it spends, and the request answers 503.  A call that has spent
+//   has answered: it takes microseconds.
+// - A failure is a 503 with Retry-After only when the database cannot
+//   answer now (down, restarting, out of connections, out of time); a
+//   setting that does not fit the database or the pooler (a database, role
+//   or schema that is missing, a parameter the pooler refuses) is a 500 and
+//   the log says "database configuration error": retrying would not help.
 // - X-Forwarded-For counts only from proxies named in TRUSTED_PROXIES
 //   (address.js): otherwise every forged address would get its own quota.
 //   An IPv6 client is limited by its /64 network.
 // - Whatever a client may choose freely is not a quota of its own: API keys
-//   are checked (api_keys holds their SHA-256 digests), and the quota is
-//   the client's, "key:<client>", never the secret itself; addresses are
-//   "ip:<address>", so that a key cannot be named after someone's address.
+//   are checked (api_keys holds the SHA-256 digests of their UTF-8 bytes),
+//   and the quota is the client's, "key:<client>", never the secret
+//   itself; addresses are "ip:<address>", so that a key cannot be named
+//   after someone's address.
 // - A request body is read up to MAX_BODY_BYTES (413 beyond): an unbounded
 //   one would end the process.
 // - Bad input is a 4xx saying what is wrong; a failure is a 5xx saying
 //   nothing of the internals (they go to the log).
+// - SIGTERM or SIGINT ends it: the requests in flight are answered first,
+//   for at most as long as one may take.
+//
+// Behind pgbouncer in transaction mode it runs unchanged, with pgbouncer's
+// usual ignore_startup_parameters.  After PostgreSQL restarts, pgbouncer
+// fails logins for server_login_retry seconds more (15 by default: the
+// service answered 503 for 13 s after PostgreSQL was back); set it to 1.
 //
 // Settings: the usual PG* environment variables; PORT (0: any free one,
-// printed at start); POOL_SIZE; STATEMENT_TIMEOUT_MS (2000);
+// printed at start); POOL_SIZE (8); STATEMENT_TIMEOUT_MS (2000);
 // CONNECT_TIMEOUT_MS (2000); TRUSTED_PROXIES (comma-separated addresses).
-// With FW_TEST_CLOCK=1, a request's X-Test-Clock header sets fixed_window's
-// debug clock for it: the service's tests use it to step past a window
-// without sleeping.  It needs a superuser and is for tests only.
+// With FW_TEST=1, a request's X-Test-Clock header sets fixed_window's debug
+// clock for it (the service's tests use it to step past a window without
+// sleeping; it needs a superuser), and GET /test/pool shows the pool's
+// connections.  It is for tests only.
 //
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
@@ -46,21 +66,47 @@ import http from 'node:http';
 import pg from 'pg';
 import { addressKey, clientAddress, trustedProxies } from './address.js';
 
-const statementTimeout = Number(process.env.STATEMENT_TIMEOUT_MS ?? 2000);
+// A setting that is a whole number, or the default.
+function setting(name, fallback) {
+  const text = process.env[name] ?? String(fallback);
+  if (!/^[0-9]+$/.test(text)) {
+    console.error(`${name} must be a whole number, not "${text}"`);
+    process.exit(2);
+  }
+  return Number(text);
+}
+
+const statementTimeout = setting('STATEMENT_TIMEOUT_MS', 2000);
+const connectTimeout = setting('CONNECT_TIMEOUT_MS', 2000);
 const pool = new pg.Pool({
-  max: Number(process.env.POOL_SIZE ?? 8),
+  max: setting('POOL_SIZE', 8),
   application_name: 'fixed-window-example',
-  connectionTimeoutMillis: Number(process.env.CONNECT_TIMEOUT_MS ?? 2000),
+  connectionTimeoutMillis: connectTimeout,
   idleTimeoutMillis: 30_000,
-  statement_timeout: statementTimeout,          // the server cancels the statement
-  query_timeout: statementTimeout + 1000,       // and if the server cannot, the client stops waiting
+  // The server cancels a statement after statementTimeout (see BEGIN); if
+  // the server cannot, the client stops waiting a second later.
+  query_timeout: statementTimeout + 1000,
 });
 // A pooled connection the server ended while idle (a restart,
 // pg_terminate_backend): the pool drops it and connects anew when needed.
 // Without this handler Node would exit on the 'error' event.
 pool.on('error', (err) => console.error('an idle database connection ended:', err.message));
+// The pool listens to a connection's errors only while it is idle: one the
+// server ends while a request holds it would emit an 'error' nobody
+// handles, and Node would exit.  A new connection is even handed out from
+// inside the handler of the data that made it ready, so that the server's
+// ending it in the same data found no listener at all.  So every
+// connection has a listener of its own from the start, which notes how it
+// ended; the query running, or the next, fails too.
+const ended = new WeakMap();
+pool.on('connect', (client) => client.on('error', (err) => {
+  if (!ended.has(client)) ended.set(client, err);
+}));
 
-const testClock = process.env.FW_TEST_CLOCK === '1';
+// Every request is one transaction, which starts with its deadline.
+const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`;
+
+const testing = process.env.FW_TEST === '1';
 const trusted = trustedProxies(process.env.TRUSTED_PROXIES);
 const MAX_KEY_BYTES = 1024;
 const MAX_BODY_BYTES = 16 * 1024;
@@ -69,35 +115,72 @@ const RETRY_UNAVAILABLE = '2';          // seconds, for 503
 class BadRequest extends Error {}
 class TooLarge extends Error {}
 
-// Whether an error means the database cannot answer now: it is down,
-// restarting, refusing connections, or the statement ran out of time.
-function unavailable(err) {
-  const code = String(err.code ?? '');
-  return code.startsWith('08')                                  // connection exceptions
+// What a failure means.  'unavailable': the database cannot answer now
+// (it is down, restarting, refusing connections, ended the connection, or
+// the statement ran out of time), a 503.  'configuration': the service's
+// settings do not fit the database or the pooler in front of it, a 500
+// that retrying will not cure.  Anything else is undefined: a bug, a 500.
+//
+// PgBouncer before 1.20 reports every error of its own, and the server's
+// errors at login, as 08P01 (protocol_violation): its message tells a
+// refused setting from a server that is down.
+const POOLER_CONFIGURATION = new RegExp([
+  'unsupported startup parameter', 'no such (database|user)', 'authentication failed', 'login rejected',
+  'does not exist', 'pg_hba\\.conf', 'not permitted to log in', 'is disabled', 'SSL required',
+].join('|'));
+function failure(err) {
+  const code = String(err?.code ?? '');
+  const message = String(err?.message ?? '');
+  if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, SQL
+  if (code === '08P01' && POOLER_CONFIGURATION.test(message)) return 'configuration';
+  if (code.startsWith('08')                                  // connection exceptions
     || ['57P01', '57P02', '57P03', '57014', '53300'].includes(code) // shutdown, crash, starting, cancelled, too many connections
-    || ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT'].includes(code)
-    || /Connection terminated|timeout exceeded|Query read timeout/i.test(err.message ?? '');
+    || ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)
+    || /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable/.test(message)) {
+    return 'unavailable';
+  }
+  return undefined;
 }
 
-// Runs fn(client) on a pooled connection, in a transaction carrying the
-// request's test clock when there is one.
+// Runs fn(client) in a transaction on a pooled connection, with the
+// deadline, and the request's test clock when there is one.
 async function withDatabase(req, fn) {
-  const clock = testClock ? req.headers['x-test-clock'] : undefined;
+  const clock = testing ? req.headers['x-test-clock'] : undefined;
   const client = await pool.connect();
   let broken;
   try {
-    if (!clock) return await fn(client);
-    await client.query('BEGIN');
-    await client.query("SELECT set_config('fixed_window.debug_now', $1, true)", [clock]);
+    await client.query(BEGIN);
+    if (clock !== undefined) await client.query("SELECT set_config('fixed_window.debug_now', $1, true)", [clock]);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    broken = unavailable(err) ? err : undefined;
-    if (clock) await client.query('ROLLBACK').catch(() => {});
+    // After an ERROR the server reported, the connection rolls back and
+    // serves again; after anything else (a FATAL, a connection lost, a
+    // query the client stopped waiting for) its state is unknown.
+    if (err instanceof pg.DatabaseError && err.severity === 'ERROR') {
+      await client.query('ROLLBACK').catch((e) => { broken = e; });
+    } else {
+      broken = err;
+    }
     throw err;
   } finally {
-    client.release(broken);             // a connection that failed is not reused
+    client.release(ended.get(client) ?? broken);    // a connection that failed is not reused
+  }
+}
+
+// The API key of a request, as the UTF-8 text it is; undefined when none.
+// Node reads a header's bytes as Latin-1, one character each.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+function apiKeyOf(req) {
+  const header = req.headers['x-api-key'];
+  if (header === undefined) return undefined;
+  const bytes = Buffer.from(header, 'latin1');
+  if (bytes.length > MAX_KEY_BYTES) throw new BadRequest(`X-Api-Key must be at most ${MAX_KEY_BYTES} bytes`);
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new BadRequest('X-Api-Key must be UTF-8');
   }
 }
 
@@ -122,9 +205,7 @@ function retryAfter(headers) {
 const CLIENT = 'SELECT client FROM api_keys WHERE key_digest = sha256(convert_to($1, \'UTF8\'))';
 
 async function hello(req, res) {
-  const apiKey = req.headers['x-api-key'];
-  if (apiKey !== undefined && Buffer.byteLength(apiKey) > MAX_KEY_BYTES)
-    throw new BadRequest(`X-Api-Key must be at most ${MAX_KEY_BYTES} bytes`);
+  const apiKey = apiKeyOf(req);
   const address = `ip:${addressKey(clientAddress(req, trusted))}`;
   const answer = await withDatabase(req, async (db) => {
     const client = apiKey === undefined ? null : (await db.query(CLIENT, [apiKey])).rows[0]?.client;
@@ -174,25 +255,44 @@ const server = http.createServer((req, res) => {
       const path = new URL(req.url, 'http://service').pathname;
       if (req.method === 'GET' && path === '/hello') await hello(req, res);
       else if (req.method === 'POST' && path === '/signup') await signup(req, res, body);
+      else if (testing && req.method === 'GET' && path === '/test/pool')
+        send(res, 200, {}, { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
       else send(res, 404, {}, { error: 'not found' });
     } catch (err) {
       if (err instanceof BadRequest) return send(res, 400, {}, { error: err.message });
       if (err instanceof TooLarge)
         return send(res, 413, {}, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
-      if (unavailable(err)) {
+      const kind = failure(err);
+      if (kind === 'unavailable') {
         console.error('database unavailable:', err.code ?? '', err.message);
         return send(res, 503, { 'Retry-After': RETRY_UNAVAILABLE }, { error: 'service unavailable' });
       }
-      console.error(err);
+      if (kind === 'configuration') {
+        console.error('database configuration error (fix the settings; retrying will not help):',
+          err.code ?? '', err.message);
+      } else {
+        console.error(err);
+      }
       send(res, 500, {}, { error: 'internal error' });
     }
   });
 });
 
-server.listen(Number(process.env.PORT ?? 8080), '127.0.0.1', () => {
+// An idle connection stays open longer than proxies keep theirs (60 s for
+// nginx and most load balancers), so that the proxy closes it first: with
+// Node's 5 s, a request a proxy sends as the service closes the connection
+// fails without an answer.
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
+server.listen(setting('PORT', 8080), '127.0.0.1', () => {
   console.log(`listening on http://127.0.0.1:${server.address().port}`);
 });
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => server.close(() => pool.end().then(() => process.exit(0))));
+  process.once(signal, () => {
+    // the requests in flight are answered, for at most as long as one may take
+    setTimeout(() => process.exit(1), connectTimeout + statementTimeout + 1000).unref();
+    server.close(() => pool.end().then(() => process.exit(0)));
+    server.closeIdleConnections();
+  });
 }

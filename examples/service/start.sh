@@ -4,23 +4,31 @@
 # Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 # service_start SERVICE_DIR RUN_DIR [VAR=value...]: load schema.sql into the
-# database that the PG* variables name, install the service's dependencies
-# from the npm registry (npm ci, pinned by package-lock.json), and start the
-# service on a free port with the given environment, as the unprivileged
-# account.  Sets service_url and service_pid; the log is RUN_DIR/service.log.
+# database that the PG* variables name, copy the service into
+# RUN_DIR/service and install its dependencies there from the npm registry
+# (npm ci, pinned by package-lock.json), and start it on a free port with
+# the given environment, as the unprivileged account.  Sets service_url;
+# the log is RUN_DIR/service.log, node's process id in RUN_DIR/service.pid.
+# Everything it starts runs from RUN_DIR, so that fw_left_running RUN_DIR
+# finds whatever service_stop left.
 service_start() {
     local here=$1 run=$2; shift 2
     command -v node >/dev/null && command -v npm >/dev/null ||
         { echo "the example service needs node and npm (apt-get install nodejs npm)" >&2; return 1; }
     fw_as_user psql -X -q -v ON_ERROR_STOP=1 -f "$here/schema.sql" >/dev/null
+    mkdir "$run/service"
+    tar -C "$here" --exclude=node_modules -cf - . | tar -C "$run/service" -xf -
+    [ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$run/service"
     fw_log "installing the service's dependencies (npm ci)"
-    (cd "$here" && fw_as_user npm ci --silent --no-audit --no-fund --cache "$run/npm-cache" >/dev/null)
-    fw_as_user env PORT=0 "$@" node "$here/server.js" >"$run/service.log" 2>&1 &
-    service_pid=$!
+    (cd "$run/service" && fw_as_user npm ci --silent --no-audit --no-fund --cache "$run/npm-cache" >/dev/null)
+    # sh execs node, so that the process id it writes is node's
+    fw_as_user env PORT=0 "$@" sh -c 'echo $$ >"$1/service.pid" && exec node "$1/service/server.js"' sh "$run" \
+        >"$run/service.log" 2>&1 &
+    service_run=$run
     local _
     for _ in $(seq 100); do
         grep -q '^listening on ' "$run/service.log" && break
-        kill -0 "$service_pid" 2>/dev/null || break
+        kill -0 $! 2>/dev/null || break
         sleep 0.1
     done
     service_url=$(sed -n 's/^listening on //p' "$run/service.log")
@@ -28,7 +36,9 @@ service_start() {
     fw_log "service at $service_url"
 }
 
-# service_stop: stop the service service_start started, if it runs.
+# service_stop: stop the service service_start started, if it runs, and
+# wait for it to end.
 service_stop() {
-    [ -n "${service_pid:-}" ] && kill "$service_pid" 2>/dev/null || true
+    [ -n "${service_run:-}" ] && [ -f "$service_run/service.pid" ] && fw_stop_pid "$(cat "$service_run/service.pid")"
+    return 0
 }

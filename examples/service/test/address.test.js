@@ -41,6 +41,27 @@ test('an entry that is no address stops the walk at the last proxy', () => {
   assert.deepEqual([...trustedProxies('nonsense, 10.0.0.1')], ['10.0.0.1']);
 });
 
+test('an entry with a port is the address without it, where the form says which part is the port', () => {
+  // 1.5 took these for no address and stopped at the proxy: every client
+  // behind a proxy that adds ports shared the proxy's quota
+  const proxy = trustedProxies('10.0.0.1');
+  const hop = (forwarded) => clientAddress(request('10.0.0.1', forwarded), proxy);
+  assert.equal(hop('203.0.113.7:4711'), '203.0.113.7');
+  assert.equal(hop('[2001:db8::1]:443'), '2001:db8::1');
+  assert.equal(hop('[2001:db8::1]'), '2001:db8::1');
+  assert.equal(hop('[::ffff:192.0.2.1]:80'), '192.0.2.1');
+  // a trusted proxy's own entry may carry a port too
+  const chain = trustedProxies('10.0.0.1, 10.0.0.2');
+  assert.equal(clientAddress(request('10.0.0.1', '198.51.100.7:1234, 10.0.0.2:8080'), chain), '198.51.100.7');
+  // IPv6 without brackets has no port: its last group is part of it
+  assert.equal(hop('2001:db8::1:443'), '2001:db8::1:443');
+  // what is neither an address nor an address and a port stops the walk
+  for (const bad of ['203.0.113.7:', '203.0.113.7:65536', '203.0.113.7:44a', '[203.0.113.7]:80',
+    '[2001:db8::1]:', '[2001:db8::1]x', '2001:db8::1]:443', 'example.com:80']) {
+    assert.equal(hop(bad), '10.0.0.1', bad);
+  }
+});
+
 test('IPv4 addresses are keys as they are; IPv6 ones by their /64 network', () => {
   assert.equal(addressKey('192.0.2.1'), '192.0.2.1');
   assert.equal(addressKey('2001:db8:1:2:aaaa:bbbb:cccc:dddd'), '2001:db8:1:2::/64');

@@ -1,63 +1,19 @@
 // Drives the example service over HTTP with Node's fetch, as a client would.
 // The harness (examples/service/test.sh) starts PostgreSQL with the schema
-// and the service with FW_TEST_CLOCK=1, and passes its address in
-// SERVICE_URL.  Every request carries X-Test-Clock, so the windows are those
-// of a fixed time and passing one takes no waiting.
+// and the service with FW_TEST=1, and passes its address in SERVICE_URL.
+// Every request carries X-Test-Clock, so the windows are those of a fixed
+// time and passing one takes no waiting.
 //
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
 import pg from 'pg';
-
-const service = process.env.SERVICE_URL;
-const T0 = Date.parse('2026-05-01T10:00:00Z');
-
-const clock = (ms) => new Date(ms).toISOString();
-
-// GET /hello with an API key (or none: undefined), from the address a
-// proxy forwards (or from the test's own, 127.0.0.1).
-async function hello(key, at, forwarded) {
-  const headers = { 'X-Test-Clock': clock(at) };
-  if (key !== undefined) headers['X-Api-Key'] = key;
-  if (forwarded !== undefined) headers['X-Forwarded-For'] = forwarded;
-  const res = await fetch(`${service}/hello`, {
-    headers,
-    signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
-  });
-  return { status: res.status, headers: res.headers, body: await res.json() };
-}
-
-// SQL on the service's database, as a superuser, on a connection of its own.
-async function sql(text, params) {
-  const db = new pg.Client();
-  await db.connect();
-  try {
-    return (await db.query(text, params)).rows;
-  } finally {
-    await db.end();
-  }
-}
-
-// What a client of the policy "api" holds at a time, spending nothing.
-async function tokens(client, at) {
-  const rows = await sql(`SELECT set_config('fixed_window.debug_now', $2, false),
-                                 (fw_check('api', $1, 0)).remaining`, [`key:${client}`, clock(at)]);
-  return rows[0].remaining;
-}
+import { T0, addKeys, clock, hello, pgCtl, service, sql, tokens, until } from './helpers.js';
 
 // The API keys the tests use, each the key of a client of the same name.
 const KEYS = ['key-1', 'key-2', 'k'.repeat(1024), 'held', 'pool', 'restart'];
-before(async () => {
-  await sql(`INSERT INTO api_keys SELECT sha256(convert_to(k, 'UTF8')), k FROM unnest($1::text[]) AS k
-             ON CONFLICT DO NOTHING`, [KEYS]);
-});
-
-function pgCtl(...args) {
-  execFileSync('pg_ctl', ['-D', process.env.PG_DATA, ...args], { stdio: 'ignore' });
-}
+before(() => addKeys(KEYS));
 
 async function signup(ip, email, at) {
   const res = await fetch(`${service}/signup`, {
@@ -175,10 +131,13 @@ test('forged X-Forwarded-For addresses share the quota of the address the proxy 
   assert.deepEqual(statuses, [201, 201, 201, 429, 429]);
 });
 
-test('a call held up beyond its deadline is a 503, and spends nothing', async () => {
+test('a call held up beyond its deadline is a 503, and spends nothing, not even once the lock is released', async () => {
+  // Behind pgbouncer, 1.5's deadline was a startup parameter: refused
+  // (every request a 503), or ignored, and then the held call spent its
+  // token once the lock was released, long after its client had its 503.
   const at = T0 + 3600_000;
   assert.equal((await hello('held', at)).status, 200);
-  const before = await tokens('held', at);
+  const before = await tokens('key:held', at);
   // Hold fw_policy locked, and change an override: the service's sessions
   // must read the policy again, and wait for the lock.
   const locker = new pg.Client();
@@ -195,7 +154,12 @@ test('a call held up beyond its deadline is a 503, and spends nothing', async ()
   assert.equal(held.headers.get('retry-after'), '2');
   assert.deepEqual(held.body, { error: 'service unavailable' });
   assert.ok(waited < 5000, `answered after ${waited} ms, within the deadline`);
-  assert.equal(await tokens('held', at), before, 'the cancelled call spent nothing');
+  // whatever statement of the call is still on the server has ended
+  await until('no call of the service running', 10, async () =>
+    ((await sql(`SELECT count(*) AS n FROM pg_stat_activity
+                 WHERE query LIKE '%fw_limit_windows%' AND state <> 'idle' AND pid <> pg_backend_pid()`))[0].n === '0'
+      ? true : undefined));
+  assert.equal(await tokens('key:held', at), before, 'the cancelled call spent nothing');
   assert.equal((await hello('held', at)).status, 200);
 });
 
@@ -213,14 +177,43 @@ test('a database restart: 503 with Retry-After while it is down, 200 once it is 
   // 1.2.1 had no handler for the pool's errors: Node exited when the
   // restart ended its idle connections, and every request after failed.
   assert.equal((await hello('restart', T0)).status, 200);
-  pgCtl('-m', 'fast', '-w', 'stop');
+  await pgCtl('stop', '-m', 'fast');
   try {
     const down = await hello('restart', T0);
     assert.equal(down.status, 503);
     assert.equal(down.headers.get('retry-after'), '2');
     assert.deepEqual(down.body, { error: 'service unavailable' });
   } finally {
-    pgCtl('-l', path.join(path.dirname(process.env.PG_DATA), 'server.log'), '-w', 'start');
+    await pgCtl('start');
   }
-  assert.equal((await hello('restart', T0)).status, 200);
+  await until('a 200 once the database is back', 30, async () =>
+    ((await hello('restart', T0)).status === 200 ? true : undefined));
+});
+
+test('an API key is UTF-8 (1.5 read it as Latin-1, and a key with any other character never matched); other bytes are a 400', async () => {
+  const key = 'clé-ключ-🔑';
+  const long = 'é'.repeat(512);          // 1024 bytes
+  await addKeys([key, long]);
+  // a header carries bytes: fetch sends each character of the string as one
+  const bytes = (text) => Buffer.from(text, 'utf8').toString('latin1');
+  const r = await hello(bytes(key), T0);
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body, { hello: key });
+  assert.equal((await hello(bytes(long), T0)).status, 200, 'a key of 1024 bytes');
+  const tooLong = await hello(bytes(`${long}é`), T0);
+  assert.equal(tooLong.status, 400);
+  assert.deepEqual(tooLong.body, { error: 'X-Api-Key must be at most 1024 bytes' });
+  const latin1 = await hello('cl\xe9', T0, '198.51.100.90');
+  assert.equal(latin1.status, 400);
+  assert.deepEqual(latin1.body, { error: 'X-Api-Key must be UTF-8' });
+  assert.equal(await tokens('ip:198.51.100.90', T0), 5, 'the 400 spent nothing');
+});
+
+test('a forwarded address with a port is the address (1.5: not an address, so the proxy\'s quota)', async () => {
+  const statuses = [];
+  for (let i = 1; i <= 6; i++) statuses.push((await hello(undefined, T0, `203.0.113.70:${4710 + i}`)).status);
+  assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+  assert.equal(await tokens('ip:203.0.113.70', T0), 0, 'the quota of 203.0.113.70');
+  assert.equal((await hello(undefined, T0, '[2001:db8:70::1]:443')).status, 200);
+  assert.equal(await tokens('ip:2001:db8:70:0::/64', T0), 4, 'the quota of 2001:db8:70::/64');
 });

@@ -1,0 +1,114 @@
+// What the service's tests share: requests as a client sends them, SQL on
+// the database as a superuser, the server's pg_ctl, and more instances of
+// the service.  The harness (examples/service/test.sh) starts PostgreSQL with
+// the schema and the service with FW_TEST=1, and passes its address in
+// SERVICE_URL; SERVICE_PGHOST and SERVICE_PGPORT say where the service
+// connects (PostgreSQL, or a pooler in front of it), the usual PG* variables
+// where the tests do (PostgreSQL itself).
+//
+// Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+
+import { execFile, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+export const service = process.env.SERVICE_URL;
+export const pooler = process.env.POOLER ?? '';       // '' or 'pgbouncer'
+export const T0 = Date.parse('2026-05-01T10:00:00Z');
+
+export const clock = (ms) => new Date(ms).toISOString();
+
+// GET /hello with an API key (or none: undefined), from the address a
+// proxy forwards (or from the test's own, 127.0.0.1), at a time of the
+// debug clock.  A header's value is a string of bytes, one character each.
+export async function hello(key, at, forwarded, url = service) {
+  const headers = { 'X-Test-Clock': clock(at) };
+  if (key !== undefined) headers['X-Api-Key'] = key;
+  if (forwarded !== undefined) headers['X-Forwarded-For'] = forwarded;
+  const res = await fetch(`${url}/hello`, {
+    headers,
+    signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
+  });
+  return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+// SQL on the service's database, as a superuser, on a connection of its own.
+export async function sql(text, params) {
+  const db = new pg.Client();
+  await db.connect();
+  try {
+    return (await db.query(text, params)).rows;
+  } finally {
+    await db.end();
+  }
+}
+
+// What a client of the policy "api" holds at a time, spending nothing.
+export async function tokens(key, at) {
+  const rows = await sql(`SELECT set_config('fixed_window.debug_now', $2, false),
+                                 (fw_check('api', $1, 0)).remaining`, [key, clock(at)]);
+  return Number(rows[0].remaining);
+}
+
+// Registers API keys, each the key of a client of the same name.
+export async function addKeys(keys) {
+  await sql(`INSERT INTO api_keys SELECT sha256(convert_to(k, 'UTF8')), k FROM unnest($1::text[]) AS k
+             ON CONFLICT DO NOTHING`, [keys]);
+}
+
+// A command of the pooler's admin console (behind pgbouncer): its rows.
+export async function poolerAdmin(command) {
+  const admin = new pg.Client({ host: process.env.SERVICE_PGHOST, port: process.env.SERVICE_PGPORT, database: 'pgbouncer' });
+  await admin.connect();
+  try {
+    return (await admin.query(command)).rows;
+  } finally {
+    await admin.end();
+  }
+}
+
+// pg_ctl on the service's database server, which the harness started.
+export async function pgCtl(...args) {
+  const data = process.env.PG_DATA;
+  if (args[0] === 'start') args.push('-l', path.join(path.dirname(data), 'server.log'));
+  await promisify(execFile)('pg_ctl', ['-D', data, '-w', ...args]);
+}
+
+// Polls fn() until it returns a value that is not undefined, for at most
+// `seconds`; fails saying what it waited for.
+export async function until(what, seconds, fn) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`waited ${seconds} s for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+// Another instance of the service with the environment given, on a free
+// port, connecting where the harness's instance does.  Returns its url, its
+// log so far (log()) and stop(), which waits for it to end.
+export async function startService(env) {
+  const server = fileURLToPath(new URL('../server.js', import.meta.url));
+  const child = spawn(process.execPath, [server], {
+    env: {
+      ...process.env, PGHOST: process.env.SERVICE_PGHOST, PGPORT: process.env.SERVICE_PGPORT,
+      PORT: '0', FW_TEST: '1', ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stdout.on('data', (chunk) => { log += chunk; });
+  child.stderr.on('data', (chunk) => { log += chunk; });
+  const ended = new Promise((resolve) => child.on('exit', resolve));
+  const url = await until('the service to listen', 10, () =>
+    log.match(/^listening on (\S+)/m)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined));
+  return {
+    url,
+    log: () => log,
+    stop: async () => { child.kill('SIGTERM'); await ended; },
+  };
+}

@@ -361,14 +361,15 @@ fwadmin_record_size(int32 slots)
 	{
 		ereport(WARNING,
 				(errcode(error->sqlerrcode),
-				errmsg("the table of counters has %d slots, but this size could not be recorded: %s",
-					   slots, error->message),
-				errdetail("A restart makes the table of the size fixed_window.max_counters says, if its counters fit."),
+				errmsg("could not record fixed_window.max_counters = %d", slots),
+				errdetail("%s The table has %d slots until the server restarts or the setting changes.",
+						  error->message, slots),
 				errhint("Set fixed_window.max_counters to %d with ALTER SYSTEM, as a role that may.", slots)));
 		FreeErrorData(error);
 		return;
 	}
 	SetConfigOption("fixed_window.max_counters", value, PGC_SIGHUP, PGC_S_FILE);
+	fwshmem_record_setting((uint32) slots);
 }
 
 /*

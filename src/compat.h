@@ -2,8 +2,8 @@
  *
  * compat.h
  *	  The differences between the PostgreSQL versions fixed_window is
- *	  written for (14 to 17), in one place, so that the code itself reads
- *	  as one version.  Only 15 is built and tested on this project's
+ *	  written for (14 to 17), and the one between platforms it needs, in
+ *	  one place, so that the code itself reads as one version.  Only 15 is built and tested on this project's
  *	  machines; the other branches are written from each release's headers.
  *	  14 is the oldest: the extension's scripts use SQL-standard function
  *	  bodies (RETURN, BEGIN ATOMIC), which 14 introduced.  FW_MIN_PG_VERSION
@@ -60,6 +60,13 @@ extern void _PG_init(void);
 /* Custom settings' prefixes are reserved from 15 on. */
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* The nanoseconds of a file's modification time (struct stat), by platform. */
+#ifdef __APPLE__
+#define FW_MTIME_NSEC(st)	((st).st_mtimespec.tv_nsec)
+#else
+#define FW_MTIME_NSEC(st)	((st).st_mtim.tv_nsec)
 #endif
 
 /* Every setting the server knows, and how many (one call from 16 on). */

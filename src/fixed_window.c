@@ -23,6 +23,8 @@
 #include "postgres.h"
 
 #include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "commands/tablespace.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -66,29 +68,67 @@ fwinit_shmem_startup_hook(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Whether a SET of a statement names fixed_window.storage, to a value. */
+static bool
+fwinit_sets_storage(const VariableSetStmt *set)
+{
+	return set != NULL && set->name != NULL &&
+		(set->kind == VAR_SET_VALUE || set->kind == VAR_SET_CURRENT) &&
+		pg_strcasecmp(set->name, "fixed_window.storage") == 0;
+}
+
 /*
- * ALTER ROLE ... SET fixed_window.storage for one role, with or without IN
- * DATABASE, is refused: storage is a database's or the server's (see
- * fwsettings_check_storage, which can only refuse such a value when a
- * session of the role starts).  ALTER ROLE ALL, and RESET, are allowed.
+ * fixed_window.storage is a database's or the server's (see
+ * fwsettings_check_storage, which can refuse a role's or a function's
+ * value only when a session of the role starts, or the function runs):
+ * ALTER ROLE ... SET for one role, with or without IN DATABASE, and ALTER
+ * FUNCTION ... SET are refused.  ALTER ROLE ALL, and RESET, are allowed.
  */
 static void
-fwinit_refuse_role_storage(Node *parsetree)
+fwinit_refuse_storage_scope(Node *parsetree)
 {
-	AlterRoleSetStmt *stmt;
+	bool		refused = false;
 
-	if (!IsA(parsetree, AlterRoleSetStmt))
-		return;
-	stmt = (AlterRoleSetStmt *) parsetree;
-	if (stmt->role == NULL || stmt->setstmt == NULL || stmt->setstmt->name == NULL ||
-		(stmt->setstmt->kind != VAR_SET_VALUE && stmt->setstmt->kind != VAR_SET_CURRENT) ||
-		pg_strcasecmp(stmt->setstmt->name, "fixed_window.storage") != 0)
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
-			errmsg(FW_STORAGE_SCOPE_MESSAGE),
-			errdetail(FW_STORAGE_SCOPE_DETAIL),
-			errhint(FW_STORAGE_SCOPE_HINT)));
+	if (IsA(parsetree, AlterRoleSetStmt))
+		refused = ((AlterRoleSetStmt *) parsetree)->role != NULL &&
+			fwinit_sets_storage(((AlterRoleSetStmt *) parsetree)->setstmt);
+	else if (IsA(parsetree, AlterFunctionStmt))
+	{
+		ListCell   *cell;
+
+		foreach(cell, ((AlterFunctionStmt *) parsetree)->actions)
+		{
+			DefElem    *action = (DefElem *) lfirst(cell);
+
+			if (strcmp(action->defname, "set") == 0 &&
+				fwinit_sets_storage((VariableSetStmt *) action->arg))
+				refused = true;
+		}
+	}
+	if (refused)
+		ereport(ERROR,
+				(errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
+				errmsg(FW_STORAGE_SCOPE_MESSAGE),
+				errdetail(FW_STORAGE_SCOPE_DETAIL),
+				errhint(FW_STORAGE_SCOPE_HINT)));
+}
+
+/* The tablespace an ALTER DATABASE ... SET TABLESPACE moves a database to. */
+static Oid
+fwinit_moved_to(Node *parsetree)
+{
+	ListCell   *cell;
+
+	if (!IsA(parsetree, AlterDatabaseStmt))
+		return InvalidOid;
+	foreach(cell, ((AlterDatabaseStmt *) parsetree)->options)
+	{
+		DefElem    *option = (DefElem *) lfirst(cell);
+
+		if (strcmp(option->defname, "tablespace") == 0)
+			return get_tablespace_oid(defGetString(option), false);
+	}
+	return InvalidOid;
 }
 
 /*
@@ -96,7 +136,10 @@ fwinit_refuse_role_storage(Node *parsetree)
  * statistics, so that a database created later with the same OID does not
  * inherit them.  Only after the drop succeeded: it can still fail after
  * the drop's own object-access hook, for example while other sessions are
- * connected.
+ * connected.  ALTER DATABASE ... SET TABLESPACE writes the database's
+ * PG_VERSION anew, which tells databases of one OID apart (see
+ * fwidentity_database_marker): once it is done, its counters and
+ * statistics take the new mark, before any session can connect to it.
  */
 static void
 fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
@@ -106,10 +149,14 @@ fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			dropped = InvalidOid;
+	Oid			moved = InvalidOid;
+	Oid			tablespace = InvalidOid;
 
-	fwinit_refuse_role_storage(parsetree);
+	fwinit_refuse_storage_scope(parsetree);
 	if (IsA(parsetree, DropdbStmt))
 		dropped = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+	else if (OidIsValid(tablespace = fwinit_moved_to(parsetree)))
+		moved = get_database_oid(((AlterDatabaseStmt *) parsetree)->dbname, true);
 
 	if (prev_process_utility_hook)
 		prev_process_utility_hook(pstmt, queryString, readOnlyTree,
@@ -123,23 +170,30 @@ fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 		fwshmem_drop_database(dropped);
 		fwstats_forget_database(dropped, true);
 	}
+	if (OidIsValid(moved))
+	{
+		uint64		marker = fwidentity_database_marker_at(moved, tablespace);
+
+		fwshmem_database_moved(moved, marker);
+		fwstats_database_moved(moved, marker);
+	}
 }
 
 void
 _PG_init(void)
 {
-	FwPlaceholders held;
+	List	   *held;
 
 	/*
 	 * Loaded into a running session, the settings may have had values that
 	 * a role may not give them: the admin's values then stand (see
 	 * placeholder.c).
 	 */
-	fwplaceholder_note(&held);
+	held = fwplaceholder_note();
 	fwsettings_define();
 	fwshmem_define_settings();
 	MarkGUCPrefixReserved("fixed_window");
-	fwplaceholder_restore(&held);
+	fwplaceholder_restore(held);
 
 	/*
 	 * Without preloading, only sessions that loaded the library see a DROP

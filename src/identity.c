@@ -103,15 +103,33 @@ fwidentity_hash64(const FwIdentity *id)
  * the database is made and never after, so its inode number and the time
  * it was written, to the nanosecond, tell one database of an OID from
  * another.  Moving a database to another tablespace makes the file again:
- * the moved database then counts as another.  0 when the file cannot be
- * read: no database is then told from another.  Read once per session.
+ * the hook of fixed_window.c then marks its counters and statistics anew.
+ * 0 when the file cannot be read: no database is then told from another.
  */
-#ifdef __APPLE__
-#define FW_MTIME_NSEC(st)	((st).st_mtimespec.tv_nsec)
-#else
-#define FW_MTIME_NSEC(st)	((st).st_mtim.tv_nsec)
-#endif
+uint64
+fwidentity_database_marker_at(Oid dbid, Oid tablespace)
+{
+	char	   *dir = GetDatabasePath(dbid, tablespace);
+	char	   *path = psprintf("%s/PG_VERSION", dir);
+	struct stat st;
+	uint64		parts[3];
+	uint64		marker = 0;
 
+	if (stat(path, &st) == 0)
+	{
+		parts[0] = (uint64) st.st_ino;
+		parts[1] = (uint64) st.st_mtime;
+		parts[2] = (uint64) FW_MTIME_NSEC(st);
+		marker = hash_bytes_extended((const unsigned char *) parts, sizeof(parts), 0);
+		if (marker == 0)
+			marker = 1;			/* 0 means unknown */
+	}
+	pfree(path);
+	pfree(dir);
+	return marker;
+}
+
+/* This session's database's, read once. */
 uint64
 fwidentity_database_marker(void)
 {
@@ -120,23 +138,7 @@ fwidentity_database_marker(void)
 
 	if (marked != MyDatabaseId && OidIsValid(MyDatabaseId))
 	{
-		char	   *dir = GetDatabasePath(MyDatabaseId, MyDatabaseTableSpace);
-		char	   *path = psprintf("%s/PG_VERSION", dir);
-		struct stat st;
-		uint64		parts[3];
-
-		marker = 0;
-		if (stat(path, &st) == 0)
-		{
-			parts[0] = (uint64) st.st_ino;
-			parts[1] = (uint64) st.st_mtime;
-			parts[2] = (uint64) FW_MTIME_NSEC(st);
-			marker = hash_bytes_extended((const unsigned char *) parts, sizeof(parts), 0);
-			if (marker == 0)
-				marker = 1;		/* 0 means unknown */
-		}
-		pfree(path);
-		pfree(dir);
+		marker = fwidentity_database_marker_at(MyDatabaseId, MyDatabaseTableSpace);
 		marked = MyDatabaseId;
 	}
 	return marker;

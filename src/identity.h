@@ -89,6 +89,7 @@ extern void fwidentity_init_db(FwIdentity *id, Oid dbid, const char *name, int n
 							   const char *key, int key_len);
 extern uint64 fwidentity_hash64(const FwIdentity *id);
 extern uint64 fwidentity_database_marker(void);
+extern uint64 fwidentity_database_marker_at(Oid dbid, Oid tablespace);
 extern int	fwidentity_period_id(const FwPeriod *period, char *buf);
 extern void fwidentity_define_limit(FwLimit *limit, int32 rate, const Interval *period,
 									const TimestampTz *start, const int32 *capacity);

@@ -23,8 +23,10 @@
  * One keeper runs at a time: it names itself in the registry (segment.c),
  * and a second one started meanwhile exits at once.  A keeper that is
  * terminated (pg_terminate_backend sends SIGTERM too) while the server
- * runs saves nothing and exits with status 1, so that the postmaster starts
- * it again: the postmaster.pid file says whether the server is stopping.
+ * runs saves the counters, for a clean shutdown that would come before the
+ * next keeper (fwshmem_save_now), and exits with status 1, so that the
+ * postmaster starts it again: the postmaster.pid file says whether the
+ * server is stopping.
  * It ignores SIGINT (pg_cancel_backend): it runs no statement to cancel.
  * Should it not come back, the next backend that maps the counters starts
  * another (fwshmem_attach); while none runs, backends' calls resize and
@@ -155,10 +157,11 @@ fwkeeper_main(Datum arg)
 	}
 	if (!fwkeeper_server_stopping())
 	{
+		fwshmem_save_now();
 		ereport(LOG,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				errmsg("fixed_window keeper terminated while the server runs"),
-				errdetail("It saves nothing, and starts again in a moment.")));
+				errdetail("It saved the counters, for a shutdown before it starts again in a moment.")));
 		proc_exit(1);
 	}
 	fwshmem_save_at_shutdown();

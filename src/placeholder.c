@@ -22,17 +22,22 @@
  * held a value and from which source; fwplaceholder_restore, once they
  * are, applies again, for each whose value was refused, the values of the
  * sources below the refused one, in the order a new session applies them:
- * the configuration files as they read now (postgresql.conf with what it
- * includes, then postgresql.auto.conf) and the settings of
- * pg_db_role_setting for this database and this session's login role.  A
- * value given on the server's command line is not seen again: it is not
- * kept anywhere a backend can read it.
+ * the configuration files (postgresql.conf with what it includes, then
+ * postgresql.auto.conf) and the settings of pg_db_role_setting for this
+ * database and this session's login role.  The files are read as they are
+ * now: when one changed after the session last read them (an ALTER SYSTEM
+ * not yet reloaded), the value in force cannot be told, and the session is
+ * refused calls until a new one starts after a reload.  A value given on
+ * the server's command line is not seen again: it is not kept anywhere a
+ * backend can read it.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <sys/stat.h>
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -47,6 +52,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc_tables.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "placeholder.h"
@@ -68,30 +74,43 @@ find_setting(const char *name)
 }
 
 /*
- * Note the placeholders of the extension's settings that hold a value, and
- * where the value they would apply as the default came from.  Called
- * before any setting is defined.
+ * Set when a value this session was given was refused and the admin's
+ * value could not be read again: the configuration files changed after
+ * the session read them.  The session then makes no call (see
+ * fwplaceholder_check_known); the first name refused, for the error.
  */
-void
-fwplaceholder_note(FwPlaceholders *held)
+static bool fw_settings_unknown = false;
+static char fw_unknown_setting[NAMEDATALEN * 2];
+
+/*
+ * Note the placeholders of the extension's settings that hold a value, and
+ * where the value they would apply as the default came from: a list of
+ * FwPlaceholder.  Called before any setting is defined.  Every placeholder
+ * of the prefix is noted, however many a session names.
+ */
+List *
+fwplaceholder_note(void)
 {
 	int			n;
 	struct config_generic **settings = fwcompat_guc_variables(&n);
+	List	   *held = NIL;
 	int			i;
 
-	held->n = 0;
-	for (i = 0; i < n && held->n < FW_MAX_PLACEHOLDERS; i++)
+	for (i = 0; i < n; i++)
 	{
 		struct config_generic *setting = settings[i];
+		FwPlaceholder *placeholder;
 
 		if ((setting->flags & GUC_CUSTOM_PLACEHOLDER) == 0 ||
 			setting->reset_source == PGC_S_DEFAULT ||
 			pg_strncasecmp(setting->name, FW_SETTING_PREFIX, strlen(FW_SETTING_PREFIX)) != 0)
 			continue;
-		held->items[held->n].name = pstrdup(setting->name);
-		held->items[held->n].source = setting->reset_source;
-		held->n++;
+		placeholder = palloc(sizeof(FwPlaceholder));
+		placeholder->name = pstrdup(setting->name);
+		placeholder->source = setting->reset_source;
+		held = lappend(held, placeholder);
 	}
+	return held;
 }
 
 /*
@@ -109,17 +128,48 @@ reapply(const char *name, const char *value, GucSource source, GucSource refused
 							 source, GUC_ACTION_SET, true, elevel, false);
 }
 
+/* Whether a file is missing or was modified after time t. */
+static bool
+modified_after(const char *path, TimestampTz t)
+{
+	struct stat st;
+
+	return stat(path, &st) != 0 ||
+		time_t_to_timestamptz(st.st_mtime) + FW_MTIME_NSEC(st) / 1000 > t;
+}
+
 /*
- * The configuration files, as they read now.  A problem in them was
- * reported when the server read them; here it only leaves their values out.
+ * Whether a file, or the directory that holds it (a file of an include_dir
+ * removed), changed after time t.
+ */
+static bool
+changed_after(const char *path, TimestampTz t)
+{
+	char	   *dir = pstrdup(path);
+	bool		changed;
+
+	get_parent_directory(dir);
+	changed = modified_after(path, t) || (dir[0] != '\0' && modified_after(dir, t));
+	pfree(dir);
+	return changed;
+}
+
+/*
+ * The configuration files, as this session read them: the files as they
+ * read now, unless one of them (or the directory that holds it) changed
+ * after the session last read them (PgReloadTime), when the value in force
+ * cannot be told: the session is then refused calls.  A problem in the
+ * files was reported when the server read them; here it only leaves their
+ * values out.
  */
 static void
-reapply_files(const FwPlaceholders *refused)
+reapply_files(List *refused)
 {
 	ConfigVariable *head = NULL;
 	ConfigVariable *tail = NULL;
 	ConfigVariable *item;
-	int			i;
+	ListCell   *cell;
+	char	   *autoconf;
 
 	if (ConfigFileName == NULL ||
 		!ParseConfigFile(ConfigFileName, true, NULL, 0, 0, DEBUG1, &head, &tail) ||
@@ -128,18 +178,34 @@ reapply_files(const FwPlaceholders *refused)
 		FreeConfigVariables(head);
 		return;
 	}
+	autoconf = make_absolute_path(PG_AUTOCONF_FILENAME);
+	if (changed_after(ConfigFileName, PgReloadTime) || changed_after(autoconf, PgReloadTime))
+		fw_settings_unknown = true;
+	for (item = head; item != NULL && !fw_settings_unknown; item = item->next)
+		if (item->filename != NULL && changed_after(item->filename, PgReloadTime))
+			fw_settings_unknown = true;
+	if (fw_settings_unknown)
+	{
+		strlcpy(fw_unknown_setting, ((FwPlaceholder *) linitial(refused))->name,
+				sizeof(fw_unknown_setting));
+		FreeConfigVariables(head);
+		return;
+	}
 	for (item = head; item != NULL; item = item->next)
-		for (i = 0; i < refused->n; i++)
-			if (pg_strcasecmp(item->name, refused->items[i].name) == 0)
-				reapply(refused->items[i].name, item->value, PGC_S_FILE,
-						refused->items[i].source, DEBUG1);
+		foreach(cell, refused)
+		{
+			FwPlaceholder *placeholder = (FwPlaceholder *) lfirst(cell);
+
+			if (pg_strcasecmp(item->name, placeholder->name) == 0)
+				reapply(placeholder->name, item->value, PGC_S_FILE, placeholder->source, DEBUG1);
+		}
 	FreeConfigVariables(head);
 }
 
 /* The settings of one row of pg_db_role_setting, if there is one. */
 static void
 reapply_row(Relation rel, Snapshot snapshot, Oid dbid, Oid roleid, GucSource source,
-			const FwPlaceholders *refused)
+			List *refused)
 {
 	ScanKeyData keys[2];
 	SysScanDesc scan;
@@ -158,7 +224,6 @@ reapply_row(Relation rel, Snapshot snapshot, Oid dbid, Oid roleid, GucSource sou
 		Datum	   *items;
 		int			nitems;
 		int			i;
-		int			j;
 
 		if (isnull)
 			continue;
@@ -168,15 +233,19 @@ reapply_row(Relation rel, Snapshot snapshot, Oid dbid, Oid roleid, GucSource sou
 		{
 			char	   *name;
 			char	   *value;
+			ListCell   *cell;
 
 			ParseLongOption(TextDatumGetCString(items[i]), &name, &value);
 			if (value == NULL)
 				continue;
 			/* refused as a session's start refuses it: with a WARNING */
-			for (j = 0; j < refused->n; j++)
-				if (pg_strcasecmp(name, refused->items[j].name) == 0)
-					reapply(refused->items[j].name, value, source,
-							refused->items[j].source, WARNING);
+			foreach(cell, refused)
+			{
+				FwPlaceholder *placeholder = (FwPlaceholder *) lfirst(cell);
+
+				if (pg_strcasecmp(name, placeholder->name) == 0)
+					reapply(placeholder->name, value, source, placeholder->source, WARNING);
+			}
 		}
 	}
 	systable_endscan(scan);
@@ -188,7 +257,7 @@ reapply_row(Relation rel, Snapshot snapshot, Oid dbid, Oid roleid, GucSource sou
  * reads them (process_settings).
  */
 static void
-reapply_db_role_settings(const FwPlaceholders *refused)
+reapply_db_role_settings(List *refused)
 {
 	Oid			roleid = GetSessionUserId();
 	bool		started = !IsTransactionState();
@@ -215,27 +284,44 @@ reapply_db_role_settings(const FwPlaceholders *refused)
  * value), apply again the admin's values, those of the sources below.
  */
 void
-fwplaceholder_restore(const FwPlaceholders *held)
+fwplaceholder_restore(List *held)
 {
-	FwPlaceholders refused;
-	int			i;
+	List	   *refused = NIL;
+	ListCell   *cell;
 
-	refused.n = 0;
-	for (i = 0; i < held->n; i++)
+	foreach(cell, held)
 	{
-		struct config_generic *setting = find_setting(held->items[i].name);
+		FwPlaceholder *placeholder = (FwPlaceholder *) lfirst(cell);
+		struct config_generic *setting = find_setting(placeholder->name);
 
 		/* a misspelt name is no setting: MarkGUCPrefixReserved removed it */
 		if (setting == NULL || (setting->flags & GUC_CUSTOM_PLACEHOLDER) != 0 ||
-			setting->reset_source >= held->items[i].source)
+			setting->reset_source >= placeholder->source)
 			continue;
-		refused.items[refused.n++] = held->items[i];
+		refused = lappend(refused, placeholder);
 	}
-	if (refused.n == 0)
+	if (refused == NIL)
 		return;
 
-	reapply_files(&refused);
+	reapply_files(refused);
 	/* a session of a database; parallel workers take the leader's values */
-	if (OidIsValid(MyDatabaseId) && !IsParallelWorker())
-		reapply_db_role_settings(&refused);
+	if (!fw_settings_unknown && OidIsValid(MyDatabaseId) && !IsParallelWorker())
+		reapply_db_role_settings(refused);
+	list_free(refused);
+}
+
+/*
+ * Refuse a call of a session whose settings are not known (see
+ * reapply_files): it could otherwise use a value the admin did not set.
+ */
+void
+fwplaceholder_check_known(void)
+{
+	if (unlikely(fw_settings_unknown))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("the settings of fixed_window in this session are not known"),
+				errdetail("The session was given a value of \"%s\" that its role may not set, and the configuration files changed after the session read them, so the value in force cannot be read again.",
+						  fw_unknown_setting),
+				errhint("Reload the configuration (SELECT pg_reload_conf()), then start a new session; or connect without setting fixed_window's settings.")));
 }

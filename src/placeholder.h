@@ -13,20 +13,17 @@
 
 #include "utils/guc.h"
 
-/* Settings of the extension that held a value before they were defined. */
-#define FW_MAX_PLACEHOLDERS	16
+#include "nodes/pg_list.h"
 
-typedef struct FwPlaceholders
+/* A setting of the extension that held a value before it was defined. */
+typedef struct FwPlaceholder
 {
-	int			n;
-	struct
-	{
-		char	   *name;
-		GucSource	source;		/* of the value it held as the default */
-	}			items[FW_MAX_PLACEHOLDERS];
-} FwPlaceholders;
+	char	   *name;
+	GucSource	source;			/* of the value it held as the default */
+} FwPlaceholder;
 
-extern void fwplaceholder_note(FwPlaceholders *held);
-extern void fwplaceholder_restore(const FwPlaceholders *held);
+extern List *fwplaceholder_note(void);
+extern void fwplaceholder_restore(List *held);
+extern void fwplaceholder_check_known(void);
 
 #endif							/* FW_PLACEHOLDER_H */

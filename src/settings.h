@@ -27,7 +27,7 @@ typedef enum FwStorage
  * a session's: what its refusals say.
  */
 #define FW_STORAGE_SCOPE_MESSAGE \
-	"fixed_window.storage can be set only for the whole server or a whole database"
+	"parameter \"fixed_window.storage\" can be set only for the whole server or a whole database"
 #define FW_STORAGE_SCOPE_DETAIL \
 	"Set for one role or one session, it would keep some calls of a key in another store than the others, so that the key would have two counters."
 #define FW_STORAGE_SCOPE_HINT \

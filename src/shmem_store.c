@@ -96,7 +96,7 @@
  *	FwShared.databases[i].slots, roles[i].slots, databases[i].marker
  *					mutex; the marker is also only written under the admin
  *					lock
- *	FwShared.target, target_at
+ *	FwShared.setting, setting_at
  *					the admin lock (read without it as a hint)
  *	FwShared.swept_at
  *					an atomic, raised by compare and exchange
@@ -133,6 +133,7 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
+#include "placeholder.h"
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
@@ -239,9 +240,9 @@ typedef struct FwShared
 	uint32		nfree;
 	pg_atomic_uint64 reclaim_after; /* an int64: no counter is reclaimable
 									 * before this */
-	uint32		target;			/* the size last asked for: by
-								 * fixed_window.max_counters, or by a resize */
-	TimestampTz target_at;		/* when it was asked for */
+	uint32		setting;		/* fixed_window.max_counters as the table
+								 * follows it: the last value read */
+	TimestampTz setting_at;		/* when that value was read */
 	pg_atomic_uint64 swept_at;	/* a TimestampTz: when a backend last looked
 								 * for dropped databases, no keeper running */
 	FwShare		databases[FW_MAX_DATABASES];
@@ -277,6 +278,7 @@ typedef struct FwLoad
 	char	   *end;			/* past the last */
 	TimestampTz now;			/* counters forgettable then are not loaded */
 	uint32		needed;			/* slots of the counters to load */
+	uint32		saved_nslots;	/* of the table saved (0: not known) */
 	uint32		nslots;			/* of the table made for them */
 } FwLoad;
 
@@ -480,11 +482,11 @@ fwshmem_clear(void)
 }
 
 /*
- * A new segment's table, empty, of nslots slots, asked for as target at
- * target_at (see fwshmem_follow_setting); then used here.
+ * A new segment's table, empty, of nslots slots, following setting as
+ * read at setting_at (see fwshmem_follow_setting); then used here.
  */
 static void
-fwshmem_init_table(FwSegment *segment, uint32 nslots, uint32 target, TimestampTz target_at)
+fwshmem_init_table(FwSegment *segment, uint32 nslots, uint32 setting, TimestampTz setting_at)
 {
 	FwShared   *shared = (FwShared *) ((char *) segment + fwshmem_shared_offset());
 	int			tranche = fwsegment_lock_tranche();
@@ -495,8 +497,8 @@ fwshmem_init_table(FwSegment *segment, uint32 nslots, uint32 target, TimestampTz
 		LWLockInitialize(&shared->locks[i].lock, tranche);
 	shared->nbuckets = fwshmem_bucket_count(nslots);
 	shared->nslots = nslots;
-	shared->target = target;
-	shared->target_at = target_at;
+	shared->setting = setting;
+	shared->setting_at = setting_at;
 	pg_atomic_init_u64(&shared->swept_at, 0);
 	SpinLockInit(&shared->mutex);
 	fw_segment = NULL;			/* make fwshmem_use compute the parts */
@@ -1494,7 +1496,7 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 	{
 		(void) fwshmem_attach_session(true);
 		/* a reloaded size that no keeper runs to apply (a hint: checked again) */
-		if (unlikely(fw_shared->target != (uint32) fw_max_counters) && !fwsegment_keeper_running())
+		if (unlikely(fw_shared->setting != (uint32) fw_max_counters) && !fwsegment_keeper_running())
 			fwshmem_follow_setting();
 		fwshmem_my_owners(&owners);
 		result = fwshmem_apply_owned(call, &owners, outcome);
@@ -1617,6 +1619,7 @@ typedef struct FwDumpHeader
 typedef struct FwDumpHeader2
 {
 	FwDumpHeader common;
+	uint32		nslots;			/* the table's size */
 	uint64		system_identifier;
 } FwDumpHeader2;
 
@@ -1697,6 +1700,7 @@ fwshmem_dump(void)
 	memset(&header, 0, sizeof(header));
 	header.common.magic = FW_DUMP_MAGIC;
 	header.common.version = FW_DUMP_VERSION;
+	header.nslots = fw_shared->nslots;
 	header.system_identifier = GetSystemIdentifier();
 	fwshmem_walk(fwshmem_dump_visit, &dump, FW_WALK_UNLOCKED);
 	header.common.count = dump.count;
@@ -1898,6 +1902,7 @@ fwshmem_load_read(FwLoad *load)
 			goto bad_file;
 		memcpy(&header, load->data, sizeof(header));
 		load->records = load->data + sizeof(FwDumpHeader2);
+		load->saved_nslots = header.nslots;
 		if (header.system_identifier != GetSystemIdentifier())
 		{
 			pfree(load->data);
@@ -1938,28 +1943,31 @@ forget:
 }
 
 /*
- * The size of the first table of a server: fixed_window.max_counters, or
- * what the counters saved at the last clean shutdown need if that is more
- * (say it loudly: their keys would be allowed again were they left out).
- * Called under the registry's lock, by the one backend that creates it.
+ * The size of the first table of a server: fixed_window.max_counters; or,
+ * when the counters saved at the last clean shutdown need more, the size
+ * the table had then (or what they need, if more), so that none is lost
+ * and new keys find room as before the restart.  Said loudly.  Called
+ * under the registry's lock, by the one backend that creates it.
  */
 static Size
 fwshmem_first_size(void *arg)
 {
 	FwLoad	   *load = (FwLoad *) arg;
 
+	/* made by a session whose settings are known, with the admin's size */
+	fwplaceholder_check_known();
 	fwshmem_load_read(load);
 	load->nslots = (uint32) fw_max_counters;
 	if (load->needed > load->nslots)
 	{
-		load->nslots = Min(load->needed, FW_MAX_COUNTERS);
+		load->nslots = Min(Max(load->needed, load->saved_nslots), FW_MAX_COUNTERS);
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("the saved counters need %u slots, more than fixed_window.max_counters (%d)",
 					   load->needed, fw_max_counters),
-				errdetail("The table of counters has %u slots, so that no counter whose window has not ended is lost.",
+				errdetail("The table of counters has %u slots, as before the restart, so that no counter whose window has not ended is lost.",
 						  load->nslots),
-				errhint("Set fixed_window.max_counters to at least %u with ALTER SYSTEM, then reload; or, once enough windows have ended, make the table smaller with fw_resize_counters().",
+				errhint("Set fixed_window.max_counters to %u with ALTER SYSTEM; or, once enough windows have ended, make the table smaller with fw_resize_counters().",
 						load->nslots)));
 	}
 	return fwshmem_size(load->nslots);
@@ -2177,8 +2185,10 @@ fwshmem_resize_refused(uint32 nslots, uint32 old_nslots, const FwResizeRefusal *
 				errdetail("Database \"%s\" holds %u counter slots, more than its share of %u slots (%u, fixed_window.database_share = %d).",
 						  name ? name : psprintf("%u", refusal->oid), refusal->slots, nslots,
 						  refusal->limit, fw_database_share),
+				refusal->minimum < old_nslots ?
 				errhint("Shrink to %u slots or more, raise fixed_window.database_share, or wait until more of its windows have ended.",
-						refusal->minimum)));
+						refusal->minimum) :
+				errhint("Raise fixed_window.database_share, or wait until more of its windows have ended.")));
 	}
 	name = GetUserNameFromId(refusal->oid, true);
 	ereport(ERROR,
@@ -2187,8 +2197,10 @@ fwshmem_resize_refused(uint32 nslots, uint32 old_nslots, const FwResizeRefusal *
 			errdetail("Role \"%s\" holds %u counter slots, more than its share of %u slots (%u, fixed_window.role_share = %d).",
 					  name ? name : psprintf("%u", refusal->oid), refusal->slots, nslots,
 					  refusal->limit, fw_role_share),
+			refusal->minimum < old_nslots ?
 			errhint("Shrink to %u slots or more, raise fixed_window.role_share, or wait until more of its windows have ended.",
-					refusal->minimum)));
+					refusal->minimum) :
+			errhint("Raise fixed_window.role_share, or wait until more of its windows have ended.")));
 }
 
 /* Copy one counter of the old table (in use) into the new one. */
@@ -2285,13 +2297,19 @@ fwshmem_lock_admin(void)
 	}
 }
 
-/* The size the table follows from now: asked for by a resize, at now. */
-static void
-fwshmem_set_target(uint32 nslots)
+/*
+ * The table follows nslots as fixed_window.max_counters from now: the
+ * setting is nslots since fw_resize_counters recorded it (ALTER SYSTEM), so
+ * that a backend that read the configuration before does not undo it.
+ */
+void
+fwshmem_record_setting(uint32 nslots)
 {
-	Assert(LWLockHeldByMeInMode(fwshmem_admin_lock(), LW_EXCLUSIVE));
-	fw_shared->target = nslots;
-	fw_shared->target_at = GetCurrentTimestamp();
+	if (!fwshmem_lock_admin())
+		return;
+	fw_shared->setting = nslots;
+	fw_shared->setting_at = GetCurrentTimestamp();
+	LWLockRelease(fwshmem_admin_lock());
 }
 
 /*
@@ -2334,20 +2352,13 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 		fwsegment_discard(copy.to);
 	}
 	if (nslots == *old_nslots)
-	{
-		if (fwshmem_lock_admin())
-		{
-			fwshmem_set_target(nslots);
-			LWLockRelease(fwshmem_admin_lock());
-		}
 		return 0;
-	}
 
 	PG_TRY();
 	{
 		FwShared   *to_shared;
 
-		fwshmem_init_table(copy.to, nslots, nslots, GetCurrentTimestamp());
+		fwshmem_init_table(copy.to, nslots, 0, 0);
 		to_shared = fw_shared;
 		fwshmem_use(copy.from);
 
@@ -2381,6 +2392,8 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 			for (i = 0; i < FW_MAX_ROLES; i++)
 				to_shared->roles[i].slots = 0;
 			pg_atomic_write_u64(&to_shared->swept_at, pg_atomic_read_u64(&fw_shared->swept_at));
+			to_shared->setting = fw_shared->setting;
+			to_shared->setting_at = fw_shared->setting_at;
 			fwshmem_walk(fwshmem_copy_visit, &copy, FW_WALK_UNLOCKED);
 		}
 	}
@@ -2415,17 +2428,19 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 }
 
 /*
- * The table follows fixed_window.max_counters: when a reload changes it,
- * the table is resized to it.  Any backend whose setting was read later
- * than the size in force was asked for (a reload after the last resize, or
- * after the table was made) and differs from it asks for its value: the
- * keeper after each reload and as it starts, and any backend's call while
- * no keeper runs (one that was terminated, or for which there was no
- * worker slot).  A value is asked for once: when the resize fails (a
+ * The table follows changes of fixed_window.max_counters: when a reload
+ * changes the setting, the table is resized to its new value.  The table
+ * keeps the value it follows and when it was read; a backend that read a
+ * later configuration giving another value records it and resizes the
+ * table: the keeper after each reload and as it starts, and any backend's
+ * call while no keeper runs (one that was terminated, or for which there
+ * was no worker slot).  A value is applied once: when the resize fails (a
  * shrink below the live counters), it is logged, and tried again only when
- * the setting changes again.  A size set by fw_resize_counters(), which
- * records it with ALTER SYSTEM, is then the setting every later reload
- * reads.
+ * the setting changes again.  fw_resize_counters() records its size with
+ * ALTER SYSTEM, and then as the value the table follows
+ * (fwshmem_record_setting); a size it could not record holds until the
+ * setting changes or the server restarts.  A table made bigger than the
+ * setting to hold the counters saved at a restart keeps its size likewise.
  */
 static void
 fwshmem_resize_step(void *arg)
@@ -2439,31 +2454,31 @@ void
 fwshmem_follow_setting(void)
 {
 	static TimestampTz followed = 0;	/* the reading last compared */
-	uint32		target = (uint32) fw_max_counters;
+	uint32		setting = (uint32) fw_max_counters;
 	ErrorData  *error;
 	bool		apply;
 
 	/*
 	 * Once per reading of the configuration: a backend that has not read a
-	 * newer one yet, while the others asked for its value, would otherwise
+	 * newer one yet, while the others read its change, would otherwise
 	 * take the admin lock at each call until it does.
 	 */
-	if (fw_shared == NULL || ((volatile FwShared *) fw_shared)->target == target ||
+	if (fw_shared == NULL || ((volatile FwShared *) fw_shared)->setting == setting ||
 		PgReloadTime == followed || !fwshmem_lock_admin())
 		return;
 	followed = PgReloadTime;
-	apply = fw_shared->target != target && PgReloadTime > fw_shared->target_at;
+	apply = fw_shared->setting != setting && PgReloadTime > fw_shared->setting_at;
 	if (apply)
 	{
-		fw_shared->target = target;
-		fw_shared->target_at = PgReloadTime;
+		fw_shared->setting = setting;
+		fw_shared->setting_at = PgReloadTime;
 	}
 	LWLockRelease(fwshmem_admin_lock());
-	if (!apply)
+	if (!apply || setting == fw_shared->nslots)
 		return;
 
 	/* the caller goes on whatever happens: only the log says it */
-	error = fwsubxact_try(fwshmem_resize_step, &target);
+	error = fwsubxact_try(fwshmem_resize_step, &setting);
 	if (error != NULL)
 	{
 		error->elevel = LOG;
@@ -2505,7 +2520,29 @@ fwshmem_enter_database(void)
 		ereport(LOG,
 				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
 				errmsg("fixed_window forgot the counters of an earlier database with OID %u", dbid),
-				errdetail("That database was dropped, and this one was made with its OID, before the counters were forgotten.")));
+				errdetail("They were made by another database of this OID, dropped since, or before this database moved to another tablespace, in either case while no session with the library saw it.")));
+}
+
+/*
+ * A database moved to another tablespace (ALTER DATABASE ... SET
+ * TABLESPACE), whose PG_VERSION file was written anew: its counters are
+ * marked with its new mark, so that its next session keeps them.
+ */
+void
+fwshmem_database_moved(Oid dbid, uint64 marker)
+{
+	int			entry;
+
+	if (!fwshmem_lock_admin())
+		return;
+	entry = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, 0);
+	if (entry != FW_NO_ENTRY)
+	{
+		SpinLockAcquire(&fw_shared->mutex);
+		fw_shared->databases[entry].marker = marker;
+		SpinLockRelease(&fw_shared->mutex);
+	}
+	LWLockRelease(fwshmem_admin_lock());
 }
 
 /*
@@ -2547,6 +2584,30 @@ fwshmem_sweep_due(void)
 	last = pg_atomic_read_u64(&fw_shared->swept_at);
 	return !TimestampDifferenceExceeds((TimestampTz) last, now, FW_SWEEP_INTERVAL_MS) ? false :
 		pg_atomic_compare_exchange_u64(&fw_shared->swept_at, &last, (uint64) now);
+}
+
+/*
+ * Save the table now, holding every lock of it: by a keeper terminated
+ * while the server runs, so that a clean shutdown before another keeper
+ * starts (which takes a second) loses no counter.  The file is then loaded
+ * only when the server starts anew: one written since the server started
+ * is not a clean shutdown's for a table made again by this server (after a
+ * crash).  The next keeper's save at the shutdown replaces it.
+ */
+void
+fwshmem_save_now(void)
+{
+	if (!fw_save)
+		return;
+	for (;;)
+	{
+		if (!fwshmem_attach(false))
+			return;
+		if (fwshmem_lock_table())
+			break;
+	}
+	fwshmem_dump();
+	fwshmem_unlock_table();
 }
 
 /*

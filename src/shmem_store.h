@@ -64,12 +64,15 @@ extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fwshmem_remove(const FwIdentity *id);
 extern void fwshmem_drop_database(Oid dbid);
+extern void fwshmem_database_moved(Oid dbid, uint64 marker);
 extern void fwshmem_no_room_usage(FwShmemUsage *usage);
 extern bool fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now);
 extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
 extern void fwshmem_follow_setting(void);
+extern void fwshmem_record_setting(uint32 nslots);
 extern bool fwshmem_sweep_due(void);
 extern void fwshmem_save_at_shutdown(void);
+extern void fwshmem_save_now(void);
 extern int	fwshmem_databases(Oid *dbids);
 
 #endif							/* FW_SHMEM_STORE_H */

@@ -359,7 +359,22 @@ fwstats_enter_database(void)
 		ereport(LOG,
 				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
 				errmsg("fixed_window forgot the statistics of an earlier database with OID %u", dbid),
-				errdetail("That database was dropped, and this one was made with its OID, before the statistics were forgotten.")));
+				errdetail("They were made by another database of this OID, dropped since, or before this database moved to another tablespace, in either case while no session with the library saw it.")));
+}
+
+/* A database moved to another tablespace: see fwshmem_database_moved. */
+void
+fwstats_database_moved(Oid dbid, uint64 marker)
+{
+	int			record;
+
+	if (!fwstats_attach(false))
+		return;
+	LWLockAcquire(&fw_stats->lock.lock, LW_EXCLUSIVE);
+	record = fwstats_record_of(dbid);
+	if (record >= 0)
+		fw_stats->databases[record].marker = marker;
+	LWLockRelease(&fw_stats->lock.lock);
 }
 
 /*

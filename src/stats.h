@@ -51,5 +51,6 @@ extern void fwstats_foreach(Oid dbid, FwStatsVisitor visitor, void *arg);
 extern int	fwstats_databases(Oid *dbids, int max);
 extern bool fwstats_usage(FwStatsUsage *usage);
 extern void fwstats_forget_database(Oid dbid, bool dropped);
+extern void fwstats_database_moved(Oid dbid, uint64 marker);
 
 #endif							/* FW_STATS_H */

@@ -23,6 +23,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "placeholder.h"
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
@@ -36,6 +37,7 @@
 bool
 fwstore_use_shmem(void)
 {
+	fwplaceholder_check_known();
 	if (fw_storage == FW_STORAGE_TABLE)
 		return false;
 	if (fw_storage == FW_STORAGE_AUTO)
@@ -67,23 +69,30 @@ fwstore_full_detail(FwApplyResult result)
 	const char *rolename = GetUserNameFromId(roleid, true);
 
 	fwshmem_no_room_usage(&usage);
-	if (result == FW_APPLY_FULL && usage.nfree > 0)
+	/* the table's size is the setting's, unless a restart or a resize made it other */
+	if (result == FW_APPLY_FULL && usage.nfree > 0 && usage.nslots == (uint32) fw_max_counters)
 		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
 				  usage.nslots, usage.nfree, usage.needed);
-	else if (result == FW_APPLY_FULL)
+	else if (result == FW_APPLY_FULL && usage.nfree > 0)
+		errdetail("Of the %u counter slots of the table, %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
+				  usage.nslots, usage.nfree, usage.needed);
+	else if (result == FW_APPLY_FULL && usage.nslots == (uint32) fw_max_counters)
 		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
 				  usage.nslots);
+	else if (result == FW_APPLY_FULL)
+		errdetail("All %u counter slots of the table hold counters whose windows have not ended; fixed_window.max_counters is %d.",
+				  usage.nslots, fw_max_counters);
 	else if (result == FW_APPLY_ROLE_FULL && !usage.role_known)
 		errdetail("Shared memory already keeps counters of as many roles as it accounts for.");
 	else if (result == FW_APPLY_ROLE_FULL)
-		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of fixed_window.max_counters = %u).",
+		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of the table's %u slots).",
 				  rolename ? rolename : psprintf("%u", roleid), usage.role_slots,
 				  usage.role_limit, fw_role_share, usage.nslots);
 	else if (!usage.database_known)
 		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.",
 				  FW_MAX_DATABASES);
 	else
-		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of fixed_window.max_counters = %u).",
+		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of the table's %u slots).",
 				  get_database_name(MyDatabaseId), usage.database_slots,
 				  usage.database_limit, fw_database_share, usage.nslots);
 }

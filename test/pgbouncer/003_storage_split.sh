@@ -28,7 +28,7 @@ if out=$(pooled psql -X -q -c "SET fixed_window.storage = 'table'" 2>&1); then
     refused=no
 else
     refused=yes
-    grep -q 'can be set only for the whole server or a whole database' <<<"$out" ||
+    grep -q 'parameter "fixed_window.storage" can be set only for the whole server or a whole database' <<<"$out" ||
         { echo "SET fixed_window.storage failed, but not as expected: $out" >&2; exit 1; }
 fi
 

@@ -393,7 +393,7 @@ share_and_databases($node, 50, 'fw_a', 'fw_b');
 ($ret, $out, $err) = at('2026-07-01 14:00:00+00',
 	"SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 1000) g, fw_limit('flood', g::text, 1, '1 hour')", 'fw_a');
 is($out, '1000', 'fw_a takes 1,000 slots');
-my $a_full = qr/DETAIL:  Database "fw_a" holds 1000 counter slots in windows that have not ended, and one database may hold 1000 \(fixed_window.database_share = 50% of fixed_window.max_counters = 2000\)\./;
+my $a_full = qr/DETAIL:  Database "fw_a" holds 1000 counter slots in windows that have not ended, and one database may hold 1000 \(fixed_window.database_share = 50% of the table's 2000 slots\)\./;
 ($ret, $out, $err) = at('2026-07-01 14:00:00+00',
 	"SELECT ok FROM fw_limit('flood', 'one more', 1, '1 hour')", 'fw_a');
 like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'then a new key in fw_a fails with 53400');
@@ -453,7 +453,7 @@ is($out, '1000', 'alice takes 1,000 slots in r1');
 ($ret, $out, $err) = $roles->psql('r2', "\\set VERBOSITY verbose\nSELECT ok FROM fw_limit('x', 'first', 1, '1000 years')",
 	extra_params => [ '-U', 'alice' ]);
 like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'alice gets no new counter in r2');
-like($err, qr/DETAIL:  Role "alice" holds 1000 counter slots in windows that have not ended, in all databases, and one role may hold 1000 \(fixed_window.role_share = 50% of fixed_window.max_counters = 2000\)\./,
+like($err, qr/DETAIL:  Role "alice" holds 1000 counter slots in windows that have not ended, in all databases, and one role may hold 1000 \(fixed_window.role_share = 50% of the table's 2000 slots\)\./,
 	'the detail names her share');
 ($ret, $out, $err) = $roles->psql('r2', "SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 500) g, fw_limit('x', g::text, 1, '1000 years')",
 	extra_params => [ '-U', 'bob' ]);

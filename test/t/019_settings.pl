@@ -124,7 +124,7 @@ for my $preload (0, 1)
 	# Storage by role: refused, so one key is one counter (finding 2).
 	($ret, $out, $err) = $node->psql('app', q{LOAD 'fixed_window'; ALTER ROLE bob SET fixed_window.storage = 'table'});
 	isnt($ret, 0, "$mode: ALTER ROLE ... SET fixed_window.storage is refused");
-	like($err, qr/fixed_window.storage can be set only for the whole server or a whole database/,
+	like($err, qr/parameter "fixed_window.storage" can be set only for the whole server or a whole database/,
 		"$mode: saying where it can be set");
 	($ret, $out, $err) = $node->psql('app', q{LOAD 'fixed_window'; ALTER ROLE bob IN DATABASE app SET fixed_window.storage = 'table'});
 	isnt($ret, 0, "$mode: so is ALTER ROLE ... IN DATABASE ... SET");
@@ -148,7 +148,7 @@ for my $preload (0, 1)
 	# would reach the next clients of that server connection.
 	($ret, $out, $err) = $node->psql('app', q{LOAD 'fixed_window'; SET fixed_window.storage = 'table'});
 	isnt($ret, 0, "$mode: SET fixed_window.storage is refused, to a superuser too");
-	like($err, qr/ERROR:  fixed_window.storage can be set only for the whole server or a whole database/,
+	like($err, qr/ERROR:  parameter "fixed_window.storage" can be set only for the whole server or a whole database/,
 		"$mode: with the reason");
 	($ret, $out, $err) = $node->psql('app', q{LOAD 'fixed_window'; BEGIN; SET LOCAL fixed_window.storage = 'table'});
 	isnt($ret, 0, "$mode: so is SET LOCAL");
@@ -162,6 +162,49 @@ for my $preload (0, 1)
 		is($out, 'shmem', "$mode: a superuser's connection options do not choose the storage");
 	}
 	is($node->safe_psql('app', q{SELECT fw_storage_in_use()}), 'shmem', "$mode: the server's storage stands");
+	$node->safe_psql('app', q{CREATE FUNCTION in_table() RETURNS text LANGUAGE sql AS 'SELECT fw_storage_in_use()'});
+	($ret, $out, $err) = $node->psql('app', q{LOAD 'fixed_window'; ALTER FUNCTION in_table() SET fixed_window.storage = 'table'});
+	isnt($ret, 0, "$mode: ALTER FUNCTION ... SET fixed_window.storage is refused");
+
+	# Any number of made-up names of the prefix beside the real ones.
+	my $junk = join(' ', map { sprintf('-c fixed_window.a%02d=1', $_) } 1 .. 20);
+	($ret, $out, $err) = as_role($node, 'app', 'mallory',
+		"$junk -c fixed_window.storage=table -c fixed_window.role_share=100",
+		q{SELECT fw_storage_in_use() || '|' || current_setting('fixed_window.role_share')});
+	if ($preload)
+	{
+		isnt($ret, 0, "$mode: 20 made-up names and the role's values refuse the connection");
+	}
+	else
+	{
+		is($out, 'shmem|10', "$mode: 20 made-up names beside the role's values leave the admin's standing");
+	}
+
+	# The admin changed the files and has not reloaded: the values in force
+	# cannot be read again, and a session given a value it may not set
+	# makes no call until a reload.
+	$node->safe_psql('app', q{LOAD 'fixed_window'; ALTER SYSTEM SET fixed_window.role_share = 100});
+	($ret, $out, $err) = as_role($node, 'app', 'mallory', '-c fixed_window.role_share=1',
+		q{SELECT (fw_limit('pending', 'k', 1, '1 hour')).ok});
+	if ($preload)
+	{
+		isnt($ret, 0, "$mode: pending files: the role's value refuses the connection");
+	}
+	else
+	{
+		like($err, qr/ERROR:  the settings of fixed_window in this session are not known/,
+			"$mode: pending files: the session given a refused value makes no call");
+	}
+	($ret, $out, $err) = as_role($node, 'app', 'mallory', '',
+		q{SELECT fw_now() IS NOT NULL; SELECT current_setting('fixed_window.role_share')});
+	is($out, "t\n10", "$mode: a plain session has the value in force, not the pending one");
+	$node->reload;
+	$node->poll_query_until('app', q{SELECT current_setting('fixed_window.role_share', true) = '100'})
+	  or die 'the reload was not read';
+	($ret, $out, $err) = as_role($node, 'app', 'mallory', $preload ? '' : '-c fixed_window.role_share=1',
+		q{SELECT fw_now() IS NOT NULL; SELECT current_setting('fixed_window.role_share')});
+	is($out, "t\n100", "$mode: once reloaded, the admin's new value stands");
+	$node->safe_psql('app', q{LOAD 'fixed_window'; ALTER SYSTEM RESET fixed_window.role_share; SELECT pg_reload_conf()});
 
 	$node->stop;
 }

@@ -120,7 +120,29 @@ ok( $node->wait_for_log(
 		$offset),
 	'the load says loudly that it kept more counters than max_counters');
 is(query($node, 'postgres', q{SELECT capacity FROM fw_capacity WHERE storage = 'shmem' AND scope = 'counters'}),
-	'1500', 'the table grew to hold them');
+	'2000', 'the table has the size it had before the restart');
+is(spend($node, 'postgres', 'after', 10), '10', 'and new keys find room in it');
+
+# A keeper terminated just before a clean restart: the counters are kept.
+my $keeper = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'fixed_window keeper'};
+$node->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($keeper) k") or die 'no keeper';
+$node->safe_psql('postgres', "SELECT pg_terminate_backend(pid) FROM ($keeper) k");
+$offset = -s $node->logfile;
+$node->restart;
+is(allowed($node, 'postgres', 'g', 1500) + allowed($node, 'postgres', 'after', 10), 0,
+	'a restart right after the keeper was terminated keeps every counter');
+
+# Moving a database to another tablespace, or renaming it, keeps its counters.
+my $ts = $node->basedir . '/ts';
+mkdir $ts or die "mkdir $ts: $!";
+$node->safe_psql('postgres', qq{CREATE TABLESPACE ts LOCATION '$ts'});
+$node->safe_psql('postgres', 'CREATE DATABASE moving');
+$node->safe_psql('moving', 'CREATE EXTENSION fixed_window');
+is(spend($node, 'moving', 'm', 5), '5', 'a database spends 5 keys');
+$node->safe_psql('postgres', "LOAD 'fixed_window';\nALTER DATABASE moving SET TABLESPACE ts;");
+is(allowed($node, 'moving', 'm', 5), '0', 'moved to another tablespace, it keeps its counters');
+$node->safe_psql('postgres', 'ALTER DATABASE moving RENAME TO moved');
+is(allowed($node, 'moved', 'm', 5), '0', 'renamed, too');
 $node->stop;
 
 # ---------------------------------------------------------------------------
@@ -179,6 +201,31 @@ is( query($node, 'postgres', q{SET fixed_window.debug_now = '2099-01-01 12:00:00
 	't', 'a new key of the database still finds room');
 is(query($node, 'postgres', 'SELECT slots_after FROM fw_resize_counters(1500)'), '1500',
 	'a shrink that keeps every share is done');
+# with the share lowered below what the database holds, no smaller size helps
+$node->safe_psql('postgres', q{LOAD 'fixed_window'; ALTER SYSTEM SET fixed_window.database_share = 30; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', q{SELECT current_setting('fixed_window.database_share', true) = '30'})
+  or die 'the reload was not read';
+($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM fw_resize_counters(1400)");
+like($err, qr/HINT:  Raise fixed_window.database_share, or wait until more of its windows have ended\./,
+	'a shrink refused where no smaller size would do says to raise the share, not to shrink less');
+$node->safe_psql('postgres', q{LOAD 'fixed_window'; ALTER SYSTEM RESET fixed_window.database_share; SELECT pg_reload_conf()});
+
+# A resize its caller may not record holds until the setting changes: an
+# unrelated reload does not undo it.
+$node->safe_psql('postgres', q{
+	CREATE ROLE ops LOGIN;
+	GRANT EXECUTE ON FUNCTION fw_resize_counters(integer) TO ops;
+});
+($ret, $out, $err) = $node->psql('postgres', 'SELECT slots_after FROM fw_resize_counters(3000)',
+	extra_params => [ '-U', 'ops' ]);
+is($out, '3000', 'a role granted fw_resize_counters resizes the table');
+like($err, qr/WARNING:  could not record fixed_window.max_counters = 3000/, 'with a warning that it is not recorded');
+$node->safe_psql('postgres', q{ALTER SYSTEM SET work_mem = '8MB'; SELECT pg_reload_conf()});
+$node->safe_psql('postgres', q{SELECT pg_reload_conf()});
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', q{LOAD 'fixed_window'; ALTER SYSTEM SET fixed_window.max_counters = 4000; SELECT pg_reload_conf()});
+ok($node->wait_for_log(qr/fixed_window moved \d+ counters to a table of 4000 slots \(was 3000\)/, $offset),
+	'unrelated reloads left the size 3000 until max_counters changed');
 
 # ---------------------------------------------------------------------------
 # Finding 8: statistics held for a database are not dropped by a reset of

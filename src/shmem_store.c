@@ -2628,17 +2628,7 @@ fwshmem_save_at_shutdown(void)
 						 FW_UNMAP_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	if (!fw_save)
-		return;
-	for (;;)
-	{
-		if (!fwshmem_attach(false))
-			return;
-		if (fwshmem_lock_table())
-			break;
-	}
-	fwshmem_dump();
-	fwshmem_unlock_table();
+	fwshmem_save_now();
 }
 
 /*

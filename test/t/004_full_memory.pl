@@ -279,6 +279,7 @@ isnt($ret, 0, 'a new key fails while every counter is live');
 like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'with SQLSTATE 53400');
 like($err, $all_live, 'the detail says every slot holds a live counter');
 like($err, qr/HINT:  Raise fixed_window.max_counters/, 'naming the setting to raise');
+unlike($err, qr/HINT:.*_share/, 'and not the shares, which cannot help a full table');
 is( $node->safe_psql('postgres', q{
 		SET fixed_window.debug_now = '2026-07-01 12:00:00.5+00';
 		SELECT count(*) FROM fw_counters}),
@@ -398,6 +399,7 @@ my $a_full = qr/DETAIL:  Database "fw_a" holds 1000 counter slots in windows tha
 	"SELECT ok FROM fw_limit('flood', 'one more', 1, '1 hour')", 'fw_a');
 like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'then a new key in fw_a fails with 53400');
 like($err, $a_full, 'with the per-database detail');
+like($err, qr/HINT:  Raise fixed_window.database_share/, 'and the database\'s share to raise');
 is( $node->safe_psql('fw_a', q{
 		SET fixed_window.debug_now = '2026-07-01 14:00:00+00';
 		SELECT count(*) FROM fw_counters}),
@@ -455,6 +457,7 @@ is($out, '1000', 'alice takes 1,000 slots in r1');
 like($err, qr/ERROR:  53400: no room for a new rate limit counter/, 'alice gets no new counter in r2');
 like($err, qr/DETAIL:  Role "alice" holds 1000 counter slots in windows that have not ended, in all databases, and one role may hold 1000 \(fixed_window.role_share = 50% of the table's 2000 slots\)\./,
 	'the detail names her share');
+like($err, qr/HINT:  Raise fixed_window.role_share/, 'and the hint the role\'s share to raise');
 ($ret, $out, $err) = $roles->psql('r2', "SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 500) g, fw_limit('x', g::text, 1, '1000 years')",
 	extra_params => [ '-U', 'bob' ]);
 is($out, '500', 'bob still gets counters in r2');

@@ -143,8 +143,9 @@ BEGIN
             FROM @extschema@.fw_counter AS c
             LEFT JOIN @extschema@.fw_stat AS p ON p.name = c.name;
     ELSIF counters THEN
+        -- fw_stat unreadable (a standby): each row under its own name, as 1.5 read them
         RETURN QUERY
-            SELECT NULL::text, c.calls, c.allowed, c.denied, c.last_denied_at, c.since, c.shadow_denied
+            SELECT c.name, c.calls, c.allowed, c.denied, c.last_denied_at, c.since, c.shadow_denied
             FROM @extschema@.fw_counter AS c;
     END IF;
     IF deleted THEN

@@ -16,7 +16,18 @@
 # - issue 30, item 15: a live 1.2 router updated to 1.3 routes every key
 #   where 1.2 did (by modulo) until its admin switches, at the instant set
 #   in fw_routing, to jump consistent hashing; sessions with calls planned
-#   before take the switch at their next call.
+#   before take the switch at their next call;
+# - issue 30, review of item 15: only the DDL of the server fw_shards
+#   compiles the routing: an ordinary role creating a server of its own
+#   from a snapshot older than the admin's change of shards no longer writes
+#   routing from it (1.3 before: 228 of 1,000 keys routed elsewhere than the
+#   fleet), nor holds the admin's changes up while its transaction is open;
+#   a compilation from a snapshot older than the last compilation fails
+#   with 40001 (1.3 before: it compiled without that change); where the
+#   triggers do not fire (a data-only restore with --disable-triggers,
+#   session_replication_role = replica, single-user mode) fw_key_shard and
+#   fw_routing_method fail with 55000, the routing out of date, until
+#   fw_route_compile() (1.3 before: they answered).
 use strict;
 use warnings;
 
@@ -465,6 +476,181 @@ is($router->safe_psql('router12', 'SELECT count(*) FROM fw_routing', extra_param
 like($err, qr/ERROR:  permission denied for table fw_routing/, 'but does not change it');
 ($ret, $out, $err) = $router->psql('router12', 'SELECT fw_route_compile()', extra_params => [ '-U', 'app' ]);
 like($err, qr/ERROR:  permission denied for function fw_route_compile/, 'nor the routing');
+
+# -- 1.3: who compiles the routing, and from what (issue 30, review of item 15)
+
+# Routers listing four shards (two of them twice: only their count matters
+# here), and a role that may create servers of a wrapper of its own.
+my @connstr = map { 'host=' . $_->host . ' port=' . $_->port . ' dbname=fw' } @shards;
+$router->safe_psql('postgres', q{
+	CREATE ROLE mallory LOGIN;
+	CREATE DATABASE router_ddl;
+	CREATE DATABASE router_rr;});
+foreach my $d ('router_ddl', 'router_rr')
+{
+	$router->safe_psql($d, qq{
+		CREATE EXTENSION fixed_window_proxy CASCADE;
+		CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (modular_mapping '1',
+		    p0 '$connstr[0]', p1 '$connstr[1]', p2 '$connstr[0]', p3 '$connstr[1]');});
+}
+$router->safe_psql('router_ddl', q{
+	CREATE FOREIGN DATA WRAPPER mallorys;
+	GRANT USAGE ON FOREIGN DATA WRAPPER mallorys TO mallory;});
+my $misrouted = q{SELECT count(*) FILTER (WHERE fw_key_shard('api', g::text)
+                                              <> fw_shard('api', g::text, fw_shard_count(), 'jump')),
+                          fw_shard_count()
+                  FROM generate_series(1, 1000) AS g};
+is($router->safe_psql('router_ddl', $misrouted), '0|4', 'a router over four shards routes by jump among them');
+
+# The routing compiled is the one a compilation now writes.
+sub compiled_is_current
+{
+	my ($d) = @_;
+	my $now = $router->safe_psql($d, q{SELECT pg_get_functiondef('fw_run_on'::regproc)});
+	my $again = $router->safe_psql($d, q{
+		BEGIN;
+		SELECT fw_route_compile();
+		SELECT pg_get_functiondef('fw_run_on'::regproc);
+		ROLLBACK;});
+	$again =~ s/^\n//;
+	return $now eq $again;
+}
+
+# An ordinary role's server DDL, from a snapshot taken before the admin
+# dropped two shards, wrote the routing of four (1.3 before: 228 of 1,000
+# keys sent elsewhere than the fleet routes them, until the next change).
+my $mallory = $router->background_psql('router_ddl', on_error_stop => 0, extra_params => [ '-U', 'mallory' ]);
+is($mallory->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM fw_shards'), '4',
+	"a role's snapshot lists four shards");
+$router->safe_psql('router_ddl', 'ALTER SERVER fw_shards OPTIONS (DROP p2, DROP p3)');
+$mallory->query_safe('CREATE SERVER mine FOREIGN DATA WRAPPER mallorys; ALTER SERVER mine OPTIONS (ADD a \'1\'); COMMIT');
+is($router->safe_psql('router_ddl', $misrouted), '0|2',
+	'the admin drops two: an ordinary role creating and altering a server of its own from that snapshot leaves the routing alone');
+ok(compiled_is_current('router_ddl'), 'which is the routing of the two shards');
+
+# A transaction of that role that changed a server of its own holds up no
+# change of the shards or the routing (1.3 before: both waited for it).
+$mallory->query_safe('BEGIN; CREATE SERVER mine2 FOREIGN DATA WRAPPER mallorys; DROP SERVER mine');
+($ret, $out, $err) = $router->psql('router_ddl', qq{
+	SET lock_timeout = '5s';
+	ALTER SERVER fw_shards OPTIONS (ADD p2 '$connstr[0]');
+	INSERT INTO fw_routing VALUES ('2999-01-01 00:00+00', 'jump');
+	SELECT fw_shard_count();});
+is($out, '3', "while it is open, the admin adds a shard and a switch at once") or diag($err);
+$mallory->query_safe('ROLLBACK');
+is($router->safe_psql('router_ddl', $misrouted), '0|3', 'and the router routes among the three');
+ok(compiled_is_current('router_ddl'), 'as a compilation now does');
+foreach my $lock ('SELECT FROM fw_routing_compiled FOR KEY SHARE', 'BEGIN; LOCK TABLE fw_routing_compiled IN SHARE MODE')
+{
+	($ret, $out, $err) = $router->psql('router_ddl', $lock, extra_params => [ '-U', 'mallory' ]);
+	like($err, qr/ERROR:  permission denied for table fw_routing_compiled/,
+		"nor can the role hold compilations up itself: $lock is denied");
+}
+
+# The server that gets the name fw_shards compiles; a router whose server
+# lost it routes nothing.
+$router->safe_psql('router_ddl', 'ALTER SERVER fw_shards RENAME TO fw_before');
+($ret, $out, $err) = $router->psql('router_ddl', q{SELECT fw_key_shard('api', 'k')});
+like($err, qr/ERROR:  the router has no shards/, 'fw_shards renamed, the router has no shards');
+is($router->safe_psql('router_ddl', 'SELECT fw_routing_method()'), 'jump', '(its routing is not out of date)');
+$router->safe_psql('router_ddl', qq{
+	CREATE SERVER fw_after FOREIGN DATA WRAPPER plproxy OPTIONS (modular_mapping '1',
+	    p0 '$connstr[0]', p1 '$connstr[1]', p2 '$connstr[0]', p3 '$connstr[1]', p4 '$connstr[0]');
+	ALTER SERVER fw_after RENAME TO fw_shards;});
+is($router->safe_psql('router_ddl', $misrouted), '0|5', 'a server of five renamed fw_shards: the router routes among them');
+
+# A compilation never writes from a snapshot older than the last one: an
+# admin's REPEATABLE READ transaction that took its snapshot before another
+# admin changed the routing or the shards is refused when it changes the
+# routing (1.3 before: it compiled without that change).
+my $admin = $router->background_psql('router_rr', on_error_stop => 0);
+$admin->query_safe('\set VERBOSITY verbose');
+foreach my $change ("INSERT INTO fw_routing VALUES ('2998-01-01 00:00+00', 'modulo')",
+	'ALTER SERVER fw_shards OPTIONS (DROP p3)')
+{
+	$admin->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM fw_routing');
+	$router->safe_psql('router_rr', $change);
+	$admin->query("INSERT INTO fw_routing VALUES ('2997-01-01 00:00+00', 'jump')");
+	like($admin->{stderr}, qr/ERROR:  40001: could not compile the router's routing from this transaction's snapshot/,
+		"a switch inserted from a snapshot taken before another admin's \"$change\" is refused");
+	$admin->query('COMMIT');
+	$admin->{stderr} = '';
+	ok(compiled_is_current('router_rr'), 'and the routing is that of the change');
+}
+($ret, $out, $err) = $router->psql('router_rr', q{
+	BEGIN ISOLATION LEVEL REPEATABLE READ;
+	INSERT INTO fw_routing VALUES ('2997-01-01 00:00+00', 'jump');
+	COMMIT;},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+is($ret, 0, 'one that nobody preceded compiles in REPEATABLE READ') or diag($err);
+ok(compiled_is_current('router_rr'), 'the routing of all the switches');
+
+# Two admins inserting switches at once, in READ COMMITTED: the second
+# compiles after the first commits, with both rows.
+my $other = $router->background_psql('router_rr', on_error_stop => 1);
+my $other_pid = $other->query_safe('SELECT pg_backend_pid()');
+$admin->query_safe("BEGIN; INSERT INTO fw_routing VALUES ('2996-01-01 00:00+00', 'modulo')");
+$other->query_until(qr/sent/, "\\echo sent\nINSERT INTO fw_routing VALUES ('2995-01-01 00:00+00', 'jump');\n");
+$router->poll_query_until('router_rr',
+	"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $other_pid")
+  or die 'the second admin did not wait for the first';
+$admin->query_safe('COMMIT');
+is($other->query_safe('SELECT count(*) FROM fw_routing'), '4', 'two admins insert a switch each at once');
+ok(compiled_is_current('router_rr'), 'and the routing compiled last has both');
+$other->quit;
+$admin->quit;
+$mallory->quit;
+
+# Where the triggers do not fire, nothing compiles the routing: the router
+# says so, wherever it names a key's shard or its method, until a superuser
+# compiles it (1.3 before: it answered from routing that calls no longer
+# followed).
+my $out_of_date = qr/ERROR:  55000: the router's compiled routing is out of date\n(?:.*\n)*HINT:  .*SELECT fw_route_compile\(\)/;
+my $stale_answers = sub {
+	my ($d, $what) = @_;
+	foreach my $query (q{SELECT fw_key_shard('api', 'k')}, q{SELECT fw_routing_method()})
+	{
+		($ret, $out, $err) = $router->psql($d, $query, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+		like($err, $out_of_date, "$what: $query says the routing is out of date");
+	}
+	$router->safe_psql($d, 'SELECT fw_route_compile()');
+	ok(compiled_is_current($d), "$what: fw_route_compile() compiles it");
+};
+
+# a data-only restore with --disable-triggers, of a router on modulo into a
+# new one
+$router->safe_psql('postgres', 'CREATE DATABASE router_modulo');
+$router->safe_psql('router_modulo', q{
+	CREATE EXTENSION fixed_window_proxy CASCADE;
+	INSERT INTO fw_routing VALUES ('-infinity', 'modulo');});
+$dumped = '';
+IPC::Run::run([ 'pg_dump', '--data-only', '--disable-triggers', '-h', $router->host, '-p', $router->port,
+		'router_modulo' ], '>', \$dumped)
+  or die 'pg_dump failed';
+$router->safe_psql('postgres', 'CREATE DATABASE router_restored');
+router_over_shards('router_restored', '');
+$router->safe_psql('router_restored', $dumped);
+is($router->safe_psql('router_restored', 'TABLE fw_routing'), '-infinity|modulo',
+	'a data-only restore with --disable-triggers fills fw_routing');
+$stale_answers->('router_restored', 'a restore with --disable-triggers');
+is($router->safe_psql('router_restored', q{SELECT fw_key_shard('api', 'k') = fw_shard('api', 'k', 2)}), 't',
+	'and then the router routes by modulo');
+
+# a change of fw_routing with session_replication_role = replica
+$router->safe_psql('router_restored', q{
+	SET session_replication_role = replica;
+	INSERT INTO fw_routing VALUES ('2999-01-01 00:00+00', 'jump');});
+$stale_answers->('router_restored', 'session_replication_role = replica');
+
+# a shard added in single-user mode (no event trigger fires)
+$router->stop;
+my $single_out = '';
+IPC::Run::run([ 'postgres', '--single', '-D', $router->data_dir, 'router_restored' ],
+	'<', \"ALTER SERVER fw_shards OPTIONS (ADD p2 '$connstr[0]');\n", '>&', \$single_out)
+  or die "postgres --single failed: $single_out";
+$router->start;
+is($router->safe_psql('router_restored', 'SELECT fw_shard_count()'), '3', 'a shard is added in single-user mode');
+$stale_answers->('router_restored', 'single-user mode');
 
 $router->stop;
 $_->stop foreach @shards;

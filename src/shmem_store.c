@@ -2455,7 +2455,6 @@ fwshmem_follow_setting(void)
 {
 	static TimestampTz followed = 0;	/* the reading last compared */
 	uint32		setting = (uint32) fw_max_counters;
-	ErrorData  *error;
 	bool		apply;
 
 	/*
@@ -2478,14 +2477,7 @@ fwshmem_follow_setting(void)
 		return;
 
 	/* the caller goes on whatever happens: only the log says it */
-	error = fwsubxact_try(fwshmem_resize_step, &setting);
-	if (error != NULL)
-	{
-		error->elevel = LOG;
-		error->hide_stmt = true;
-		ThrowErrorData(error);
-		FreeErrorData(error);
-	}
+	(void) fwsubxact_try_or_log(fwshmem_resize_step, &setting);
 }
 
 /*

@@ -29,6 +29,7 @@
 #include "shmem_store.h"
 #include "stats.h"
 #include "store.h"
+#include "subxact.h"
 #include "table_store.h"
 
 #define FW_FAIL_OPEN_WARNING_MS	(60 * 1000) /* at most one warning a minute */
@@ -196,6 +197,12 @@ fwstore_sweep(void)
 	pfree(exists);
 }
 
+static void
+fwstore_sweep_step(void *arg)
+{
+	fwstore_sweep();
+}
+
 /*
  * Decide one call on the configured storage; every failure is an error.
  * Calls that spend are counted in the statistics of shared memory, once
@@ -209,9 +216,12 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 
 	if (fwstore_use_shmem())
 	{
-		/* no keeper runs to forget dropped databases: this call does */
+		/*
+		 * No keeper runs to forget dropped databases: this call does; what
+		 * fails in it (it reads pg_database) is only logged.
+		 */
 		if (fwshmem_sweep_due())
-			fwstore_sweep();
+			(void) fwsubxact_try_or_log(fwstore_sweep_step, NULL);
 		if (call->mode == FW_MODE_SPEND)
 			fwstats_open();
 		result = fwshmem_apply(call, outcome);

@@ -63,3 +63,21 @@ fwsubxact_try(FwSubxactStep step, void *arg)
 	PG_END_TRY();
 	return error;
 }
+
+/*
+ * Run step(arg) as fwsubxact_try does; an error it raises is only logged,
+ * for the server's log alone.  Returns whether the step succeeded.
+ */
+bool
+fwsubxact_try_or_log(FwSubxactStep step, void *arg)
+{
+	ErrorData  *error = fwsubxact_try(step, arg);
+
+	if (error == NULL)
+		return true;
+	error->elevel = LOG;
+	error->hide_stmt = true;
+	ThrowErrorData(error);
+	FreeErrorData(error);
+	return false;
+}

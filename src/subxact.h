@@ -13,5 +13,6 @@
 typedef void (*FwSubxactStep) (void *arg);
 
 extern ErrorData *fwsubxact_try(FwSubxactStep step, void *arg);
+extern bool fwsubxact_try_or_log(FwSubxactStep step, void *arg);
 
 #endif							/* FW_SUBXACT_H */

@@ -139,6 +139,8 @@ fwkeeper_main(Datum arg)
 	fwshmem_open();
 	/* a size asked for while no keeper ran */
 	fwshmem_follow_setting();
+	/* the save of a keeper terminated before it: this one saves at shutdown */
+	fwshmem_forget_running_save();
 
 	while (!fw_stopping)
 	{

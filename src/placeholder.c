@@ -130,7 +130,7 @@ reapply(const char *name, const char *value, GucSource source, GucSource refused
 
 /* Whether a file is missing or was modified after time t. */
 static bool
-modified_after(const char *path, TimestampTz t)
+changed_after(const char *path, TimestampTz t)
 {
 	struct stat st;
 
@@ -139,26 +139,12 @@ modified_after(const char *path, TimestampTz t)
 }
 
 /*
- * Whether a file, or the directory that holds it (a file of an include_dir
- * removed), changed after time t.
- */
-static bool
-changed_after(const char *path, TimestampTz t)
-{
-	char	   *dir = pstrdup(path);
-	bool		changed;
-
-	get_parent_directory(dir);
-	changed = modified_after(path, t) || (dir[0] != '\0' && modified_after(dir, t));
-	pfree(dir);
-	return changed;
-}
-
-/*
  * The configuration files, as this session read them: the files as they
  * read now, unless one of them (or the directory that holds it) changed
  * after the session last read them (PgReloadTime), when the value in force
- * cannot be told: the session is then refused calls.  A problem in the
+ * cannot be told: the session is then refused calls.  Only the files' own
+ * times count: a directory's changes whenever a file in it is written (the
+ * data directory's, by the server itself).  A problem in the
  * files was reported when the server read them; here it only leaves their
  * values out.
  */
@@ -321,7 +307,7 @@ fwplaceholder_check_known(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("the settings of fixed_window in this session are not known"),
-				errdetail("The session was given a value of \"%s\" that its role may not set, and the configuration files changed after the session read them, so the value in force cannot be read again.",
+				errdetail("The session was given a value of \"%s\" that does not apply (its role may not set it, or not for one session or role), and the configuration files changed after the session read them, so the value in force cannot be read again.",
 						  fw_unknown_setting),
 				errhint("Reload the configuration (SELECT pg_reload_conf()), then start a new session; or connect without setting fixed_window's settings.")));
 }

@@ -265,6 +265,16 @@ static int	fw_my_database = FW_NO_ENTRY;
 static int	fw_my_role = FW_NO_ENTRY;
 
 /*
+ * Whether a file was written after the server started (to the
+ * microsecond): then it is not the file of the last clean shutdown.
+ */
+static bool
+fwshmem_written_since_start(const struct stat *st)
+{
+	return time_t_to_timestamptz(st->st_mtime) + FW_MTIME_NSEC(*st) / 1000 > PgStartTime;
+}
+
+/*
  * The counters saved at the last clean shutdown, as the backend that
  * creates the first table of a server reads them: the file, read whole and
  * checked, then its records one by one.
@@ -1098,18 +1108,29 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 	uint32		needed = 0;
 	TimestampTz now;
 	int64		prune_before = PG_INT64_MIN;
+	bool		cancellable;
 	int			nlocks;
 	int			i;
 
 	*moved = false;
+	/* whether an interrupt can be served here (not under the admin lock) */
+	cancellable = INTERRUPTS_CAN_BE_PROCESSED();
 	nlocks = fwshmem_call_partitions(call, buckets, partitions);
 	for (i = 0; i < nlocks; i++)
 		LWLockAcquire(&fw_shared->locks[partitions[i]].lock, mode);
-	if (fwshmem_retired())
+	if (fwshmem_retired() || (unlikely(InterruptPending) && cancellable))
 	{
-		/* replaced while this call waited: decide it on the new table */
+		/*
+		 * Replaced while this call waited: decide it on the new table.  Or
+		 * cancelled while it waited (a statement_timeout that came during a
+		 * resize, whose locks cannot be interrupted): the call must end
+		 * without spending, as its caller was told it failed.  So the locks
+		 * go first, then the interrupt is served; if it was not a cancel,
+		 * the call starts again.
+		 */
 		for (i = nlocks - 1; i >= 0; i--)
 			LWLockRelease(&fw_shared->locks[partitions[i]].lock);
+		CHECK_FOR_INTERRUPTS();
 		return FW_APPLY_RETIRED;
 	}
 
@@ -1850,11 +1871,9 @@ fwshmem_load_read(FwLoad *load)
 	 * Only a file saved before this server started is a clean shutdown's:
 	 * one written since (by a shutdown that did not complete, or a keeper
 	 * that saved and then the server crashed) holds counters older than
-	 * those a crash lost.  Seconds suffice: the file of a shutdown in the
-	 * second the server started is taken.
+	 * those a crash lost.
 	 */
-	if (fstat(fileno(file), &st) == 0 &&
-		st.st_mtime > timestamptz_to_time_t(PgStartTime))
+	if (fstat(fileno(file), &st) == 0 && fwshmem_written_since_start(&st))
 	{
 		FreeFile(file);
 		ereport(LOG,
@@ -2600,6 +2619,23 @@ fwshmem_save_now(void)
 	}
 	fwshmem_dump();
 	fwshmem_unlock_table();
+}
+
+/*
+ * A keeper that starts while the server runs: the save its predecessor made
+ * when it was terminated (fwshmem_save_now) is not needed any more, since
+ * this keeper saves at the shutdown, and must not be loaded after an
+ * immediate shutdown or a crash of the postmaster as a clean shutdown's
+ * would.  A file written before the server started is a clean shutdown's,
+ * for the table this server has not made yet: it stays.
+ */
+void
+fwshmem_forget_running_save(void)
+{
+	struct stat st;
+
+	if (stat(FW_DUMP_FILE, &st) == 0 && fwshmem_written_since_start(&st))
+		unlink(FW_DUMP_FILE);
 }
 
 /*

@@ -73,6 +73,7 @@ extern void fwshmem_record_setting(uint32 nslots);
 extern bool fwshmem_sweep_due(void);
 extern void fwshmem_save_at_shutdown(void);
 extern void fwshmem_save_now(void);
+extern void fwshmem_forget_running_save(void);
 extern int	fwshmem_databases(Oid *dbids);
 
 #endif							/* FW_SHMEM_STORE_H */

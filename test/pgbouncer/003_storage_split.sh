@@ -11,16 +11,21 @@
 # Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 source "$(dirname "$0")/common.sh"
 
-calls=$(mktemp)
-trap 'rm -f "$calls"' EXIT
+pooled_cluster "shared_preload_libraries = 'fixed_window'" -- "default_pool_size = 1"
+# (in the cluster's directory, which the cluster's end removes)
+calls=$dir/calls.sql
 cat >"$calls" <<'SQL'
 INSERT INTO calls SELECT ok FROM fw_limit('split', 'user-42', 100, '1 hour');
 SQL
 chmod a+r "$calls"
-
-pooled_cluster "shared_preload_libraries = 'fixed_window'" -- "default_pool_size = 1"
 fw_as_user psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE calls (ok bool)'
 pooled pgbench -n -c 4 -j 2 -t 25 -f "$calls" >"$dir/pgbench.log" 2>&1 || { cat "$dir/pgbench.log" >&2; exit 1; }
+
+# the storage of a role, through the pooler: refused
+if pooled psql -X -q -c "ALTER ROLE $PGUSER SET fixed_window.storage = 'table'" >/dev/null 2>&1; then
+    echo "ALTER ROLE ... SET fixed_window.storage was accepted" >&2
+    exit 1
+fi
 
 # a client sets the storage of its session, through the pooler
 if out=$(pooled psql -X -q -c "SET fixed_window.storage = 'table'" 2>&1); then

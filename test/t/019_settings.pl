@@ -204,6 +204,13 @@ for my $preload (0, 1)
 	($ret, $out, $err) = as_role($node, 'app', 'mallory', $preload ? '' : '-c fixed_window.role_share=1',
 		q{SELECT fw_now() IS NOT NULL; SELECT current_setting('fixed_window.role_share')});
 	is($out, "t\n100", "$mode: once reloaded, the admin's new value stands");
+	# the data directory changes whenever the server writes a file in it:
+	# only the configuration files themselves count
+	mkdir($node->data_dir . '/scratch') or die "mkdir: $!";
+	rmdir($node->data_dir . '/scratch') or die "rmdir: $!";
+	($ret, $out, $err) = as_role($node, 'app', 'mallory', $preload ? '' : '-c fixed_window.role_share=1',
+		q{SELECT (fw_limit('dir', 'k', 1, '1 hour')).ok; SELECT current_setting('fixed_window.role_share')});
+	is($out, "t\n100", "$mode: a change of the data directory alone does not stop a session");
 	$node->safe_psql('app', q{LOAD 'fixed_window'; ALTER SYSTEM RESET fixed_window.role_share; SELECT pg_reload_conf()});
 
 	$node->stop;

@@ -132,6 +132,18 @@ $node->restart;
 is(allowed($node, 'postgres', 'g', 1500) + allowed($node, 'postgres', 'after', 10), 0,
 	'a restart right after the keeper was terminated keeps every counter');
 
+# What a terminated keeper saved is not loaded after an immediate shutdown,
+# as no clean shutdown's is: once the next keeper runs, the save is gone.
+$node->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($keeper) k") or die 'no keeper';
+my $keeper_pid = $node->safe_psql('postgres', $keeper);
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($keeper_pid)");
+$node->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($keeper) k WHERE pid <> $keeper_pid")
+  or die 'no new keeper';
+$node->stop('immediate');
+$node->start;
+is(allowed($node, 'postgres', 'after', 10), '10',
+	'after an immediate shutdown the counters start empty, the terminated keeper\'s save not loaded');
+
 # Moving a database to another tablespace, or renaming it, keeps its counters.
 my $ts = $node->basedir . '/ts';
 mkdir $ts or die "mkdir $ts: $!";

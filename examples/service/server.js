@@ -241,6 +241,16 @@ async function signup(req, res, body) {
   }
 }
 
+// The path of a request's target, which HTTP/1.1 lets be a path
+// ("/hello?x=1") or a whole URL ("http://service/hello").
+function pathOf(req) {
+  try {
+    return new URL(req.url, 'http://service').pathname;
+  } catch {
+    throw new BadRequest('the request target is not a URL');
+  }
+}
+
 const server = http.createServer((req, res) => {
   const chunks = [];
   let size = 0;
@@ -252,7 +262,7 @@ const server = http.createServer((req, res) => {
     try {
       if (size > MAX_BODY_BYTES) throw new TooLarge();
       const body = Buffer.concat(chunks).toString();
-      const path = new URL(req.url, 'http://service').pathname;
+      const path = pathOf(req);
       if (req.method === 'GET' && path === '/hello') await hello(req, res);
       else if (req.method === 'POST' && path === '/signup') await signup(req, res, body);
       else if (testing && req.method === 'GET' && path === '/test/pool')

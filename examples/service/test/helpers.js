@@ -9,6 +9,7 @@
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import { execFile, spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -32,6 +33,22 @@ export async function hello(key, at, forwarded, url = service) {
     signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+// What the service answers to the bytes given, sent on a connection of
+// their own, as the text it sends until it closes the connection.
+export function raw(url, bytes) {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port) });
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (chunk) => { answer += chunk; });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+    socket.write(bytes, 'latin1');
+  });
 }
 
 // SQL on the service's database, as a superuser, on a connection of its own.

@@ -9,7 +9,7 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { T0, addKeys, clock, hello, pgCtl, service, sql, tokens, until } from './helpers.js';
+import { T0, addKeys, clock, hello, pgCtl, raw, service, sql, startService, tokens, until } from './helpers.js';
 
 // The API keys the tests use, each the key of a client of the same name.
 const KEYS = ['key-1', 'key-2', 'k'.repeat(1024), 'held', 'pool', 'restart'];
@@ -216,4 +216,17 @@ test('a forwarded address with a port is the address (1.5: not an address, so th
   assert.equal(await tokens('ip:203.0.113.70', T0), 0, 'the quota of 203.0.113.70');
   assert.equal((await hello(undefined, T0, '[2001:db8:70::1]:443')).status, 200);
   assert.equal(await tokens('ip:2001:db8:70:0::/64', T0), 4, 'the quota of 2001:db8:70::/64');
+});
+
+test('a request whose target is no URL is a 400, not a bug (1.5: a 500, and "TypeError: Invalid URL" with its stack in the log)', async () => {
+  const instance = await startService({});
+  try {
+    const answer = await raw(instance.url, 'GET http://[ HTTP/1.1\r\nHost: service\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /\r\n\{"error":"the request target is not a URL"\}\r\n/);
+    assert.doesNotMatch(instance.log(), /Error|^\s+at /m);
+    assert.equal((await hello(undefined, T0, '198.51.100.95', instance.url)).status, 200, 'and it goes on');
+  } finally {
+    await instance.stop();
+  }
 });

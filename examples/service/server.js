@@ -28,10 +28,12 @@
 //   before it spends, and the request answers 503.  A call that has spent
 //   has answered: it takes microseconds.
 // - A failure is a 503 with Retry-After only when the database cannot
-//   answer now (down, restarting, out of connections, out of time); a
-//   setting that does not fit the database or the pooler (a database, role
-//   or schema that is missing, a parameter the pooler refuses) is a 500 and
-//   the log says "database configuration error": retrying would not help.
+//   answer now (down, restarting, closed to connections by its admin, out
+//   of connections, out of time); a setting that does not fit the database
+//   or the pooler (a database, role or schema that is missing, a privilege
+//   not granted, a parameter the pooler refuses) is a 500 and the log says
+//   "database configuration error": retrying would not help.  Either way
+//   the log holds the server's message; a stack trace means a bug.
 // - X-Forwarded-For counts only from proxies named in TRUSTED_PROXIES
 //   (address.js): otherwise every forged address would get its own quota.
 //   An IPv6 client is limited by its /64 network.
@@ -116,23 +118,35 @@ class BadRequest extends Error {}
 class TooLarge extends Error {}
 
 // What a failure means.  'unavailable': the database cannot answer now
-// (it is down, restarting, refusing connections, ended the connection, or
-// the statement ran out of time), a 503.  'configuration': the service's
-// settings do not fit the database or the pooler in front of it, a 500
-// that retrying will not cure.  Anything else is undefined: a bug, a 500.
+// (it is down, restarting, refusing connections, closed to them by its
+// admin, ended the connection, or the statement ran out of time), a 503.
+// 'configuration': the service's settings do not fit the database or the
+// pooler in front of it (a role, database or schema that is missing, a
+// privilege not granted, a parameter refused), a 500 that retrying will not
+// cure.  Anything else is undefined: a bug, a 500 with its stack logged.
+//
+// A database closed to connections (ALLOW_CONNECTIONS false, 55000 at
+// login) is an outage its admin will end, as a restart is; a role without
+// CONNECT on the database (42501) is configuration.  55000 counts only at
+// login: from a statement it is fixed_window's (the extension dropped under
+// a call, say), which is no outage.
 //
 // PgBouncer before 1.20 reports every error of its own, and the server's
-// errors at login, as 08P01 (protocol_violation): its message tells a
-// refused setting from a server that is down.
+// errors at login, as 08P01 (protocol_violation), with the server's
+// message: the message tells a refused setting from a server that is down,
+// as long as the server writes its messages in English (lc_messages).
 const POOLER_CONFIGURATION = new RegExp([
   'unsupported startup parameter', 'no such (database|user)', 'authentication failed', 'login rejected',
   'does not exist', 'pg_hba\\.conf', 'not permitted to log in', 'is disabled', 'SSL required',
+  'permission denied',
 ].join('|'));
+const atLogin = new WeakSet();          // the errors pool.connect() failed with
 function failure(err) {
   const code = String(err?.code ?? '');
   const message = String(err?.message ?? '');
-  if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, SQL
+  if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, privilege, SQL
   if (code === '08P01' && POOLER_CONFIGURATION.test(message)) return 'configuration';
+  if (code === '55000' && atLogin.has(err)) return 'unavailable';
   if (code.startsWith('08')                                  // connection exceptions
     || ['57P01', '57P02', '57P03', '57014', '53300'].includes(code) // shutdown, crash, starting, cancelled, too many connections
     || ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)
@@ -146,7 +160,10 @@ function failure(err) {
 // deadline, and the request's test clock when there is one.
 async function withDatabase(req, fn) {
   const clock = testing ? req.headers['x-test-clock'] : undefined;
-  const client = await pool.connect();
+  const client = await pool.connect().catch((err) => {
+    atLogin.add(err);
+    throw err;
+  });
   let broken;
   try {
     await client.query(BEGIN);

@@ -9,6 +9,7 @@
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import { execFile, spawn } from 'node:child_process';
+import { appendFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,6 +85,17 @@ export async function poolerAdmin(command) {
   } finally {
     await admin.end();
   }
+}
+
+// A login role of the service's database server that the service may log
+// in as, behind pgbouncer too: the pooler lets in the roles its auth_file
+// names, and reads it again on RELOAD.
+export async function createLoginRole(name) {
+  await sql(`CREATE ROLE "${name}" LOGIN`);
+  if (pooler !== 'pgbouncer') return;
+  const file = (await poolerAdmin('SHOW CONFIG')).find((row) => row.key === 'auth_file').value;
+  await appendFile(file, `"${name}" ""\n`);
+  await poolerAdmin('RELOAD');
 }
 
 // pg_ctl on the service's database server, which the harness started.

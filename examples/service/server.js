@@ -46,8 +46,10 @@
 //   one would end the process.
 // - Bad input is a 4xx saying what is wrong; a failure is a 5xx saying
 //   nothing of the internals (they go to the log).
-// - SIGTERM or SIGINT ends it: the requests in flight are answered first,
-//   for at most as long as one may take.
+// - SIGTERM or SIGINT ends it: no new connection is taken, the requests in
+//   flight are answered, each answer closing its connection, and the
+//   process exits 0 once the last is sent (1 if one takes longer than a
+//   request may).
 //
 // Behind pgbouncer in transaction mode it runs unchanged, with pgbouncer's
 // usual ignore_startup_parameters.  After PostgreSQL restarts, pgbouncer
@@ -201,8 +203,11 @@ function apiKeyOf(req) {
   }
 }
 
+// Once the service is stopping, every answer closes its connection: Node
+// ends it as soon as the answer is sent, and no request follows there.
+let stopping = false;
 function send(res, status, headers, body) {
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json' });
+  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', ...(stopping ? { Connection: 'close' } : {}) });
   res.end(JSON.stringify(body));
 }
 
@@ -315,10 +320,20 @@ server.listen(setting('PORT', 8080), '127.0.0.1', () => {
   console.log(`listening on http://127.0.0.1:${server.address().port}`);
 });
 
+// SIGTERM or SIGINT: no new connection is taken, the idle ones are closed
+// (server.close does so too from Node 19 on), and each request in flight
+// is answered, closing its connection (send): the process ends as soon as
+// the last is answered, or after as long as a request may take, cutting
+// what is left.
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, () => {
-    // the requests in flight are answered, for at most as long as one may take
-    setTimeout(() => process.exit(1), connectTimeout + statementTimeout + 1000).unref();
+    console.log(`stopping (${signal}): answering the requests in flight`);
+    stopping = true;
+    const deadline = connectTimeout + statementTimeout + 1000;
+    setTimeout(() => {
+      console.error(`requests still in flight ${deadline} ms after ${signal}: exiting without their answers`);
+      process.exit(1);
+    }, deadline).unref();
     server.close(() => pool.end().then(() => process.exit(0)));
     server.closeIdleConnections();
   });

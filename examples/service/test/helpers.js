@@ -10,6 +10,7 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { appendFile } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +35,24 @@ export async function hello(key, at, forwarded, url = service) {
     signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+// GET url with Node's http module, for what fetch does not let a test
+// choose: the connections (an http.Agent of the caller's, which keeps them
+// alive), the local address to connect from.  Resolves to the status, the
+// headers and the body parsed.
+export function get(url, { headers = {}, agent, localAddress } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers, agent, localAddress, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { body += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: JSON.parse(body) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
+    req.on('error', reject);
+  });
 }
 
 // What the service answers to the bytes given, sent on a connection of
@@ -118,9 +137,10 @@ export async function until(what, seconds, fn) {
 }
 
 // Another instance of the service with the environment given, on a free
-// port, connecting where the harness's instance does.  Returns its url, its
-// log so far (log()) and stop(), which waits for it to end.
-export async function startService(env) {
+// port, connecting where the harness's instance does: the child process,
+// its log so far (log()) and how it ended (a promise of its exit code and
+// signal).
+function spawnService(env) {
   const server = fileURLToPath(new URL('../server.js', import.meta.url));
   const child = spawn(process.execPath, [server], {
     env: {
@@ -132,12 +152,23 @@ export async function startService(env) {
   let log = '';
   child.stdout.on('data', (chunk) => { log += chunk; });
   child.stderr.on('data', (chunk) => { log += chunk; });
-  const ended = new Promise((resolve) => child.on('exit', resolve));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { child, log: () => log, exited };
+}
+
+// Starts another instance (spawnService) and waits until it listens.
+// Returns its url, its log so far (log()), kill(signal), exited (a promise
+// of its exit code and signal) and stop(), which sends SIGTERM and waits
+// for it to end.
+export async function startService(env) {
+  const { child, log, exited } = spawnService(env);
   const url = await until('the service to listen', 10, () =>
-    log.match(/^listening on (\S+)/m)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined));
+    log().match(/^listening on (\S+)/m)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(log())) : undefined));
   return {
     url,
-    log: () => log,
-    stop: async () => { child.kill('SIGTERM'); await ended; },
+    log,
+    exited,
+    kill: (signal) => child.kill(signal),
+    stop: async () => { child.kill('SIGTERM'); await exited; },
   };
 }

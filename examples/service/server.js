@@ -36,7 +36,9 @@
 //   the log holds the server's message; a stack trace means a bug.
 // - X-Forwarded-For counts only from proxies named in TRUSTED_PROXIES
 //   (address.js): otherwise every forged address would get its own quota.
-//   An IPv6 client is limited by its /64 network.
+//   An entry it cannot read stops the service at startup: ignored, it
+//   would give every client behind that proxy the proxy's quota.  An IPv6
+//   client is limited by its /64 network.
 // - Whatever a client may choose freely is not a quota of its own: API keys
 //   are checked (api_keys holds the SHA-256 digests of their UTF-8 bytes),
 //   and the quota is the client's, "key:<client>", never the secret
@@ -56,9 +58,12 @@
 // fails logins for server_login_retry seconds more (15 by default: the
 // service answered 503 for 13 s after PostgreSQL was back); set it to 1.
 //
-// Settings: the usual PG* environment variables; PORT (0: any free one,
-// printed at start); POOL_SIZE (8); STATEMENT_TIMEOUT_MS (2000);
-// CONNECT_TIMEOUT_MS (2000); TRUSTED_PROXIES (comma-separated addresses).
+// Settings: the usual PG* environment variables; HOST, the address to
+// listen on (127.0.0.1; 0.0.0.0 or :: for every address of the host); PORT
+// (0: any free one, printed at start); POOL_SIZE (8);
+// STATEMENT_TIMEOUT_MS (2000); CONNECT_TIMEOUT_MS (2000); TRUSTED_PROXIES
+// (addresses and networks such as 10.0.0.0/8, separated by commas or
+// spaces).  A setting it cannot use stops it at startup, saying why (exit 2).
 // With FW_TEST=1, a request's X-Test-Clock header sets fixed_window's debug
 // clock for it (the service's tests use it to step past a window without
 // sleeping; it needs a superuser), and GET /test/pool shows the pool's
@@ -67,16 +72,21 @@
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import http from 'node:http';
+import net from 'node:net';
 import pg from 'pg';
 import { addressKey, clientAddress, trustedProxies } from './address.js';
+
+// A setting the service cannot use stops it before it listens: exit 2,
+// saying why.
+function refuse(message) {
+  console.error(message);
+  process.exit(2);
+}
 
 // A setting that is a whole number, or the default.
 function setting(name, fallback) {
   const text = process.env[name] ?? String(fallback);
-  if (!/^[0-9]+$/.test(text)) {
-    console.error(`${name} must be a whole number, not "${text}"`);
-    process.exit(2);
-  }
+  if (!/^[0-9]+$/.test(text)) refuse(`${name} must be a whole number, not "${text}"`);
   return Number(text);
 }
 
@@ -111,7 +121,15 @@ pool.on('connect', (client) => client.on('error', (err) => {
 const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`;
 
 const testing = process.env.FW_TEST === '1';
-const trusted = trustedProxies(process.env.TRUSTED_PROXIES);
+let trusted;
+try {
+  trusted = trustedProxies(process.env.TRUSTED_PROXIES);
+} catch (err) {
+  refuse(err.message);
+}
+const host = process.env.HOST ?? '127.0.0.1';
+if (!net.isIP(host)) refuse(`HOST must be an IPv4 or IPv6 address, not "${host}"`);
+const port = setting('PORT', 8080);
 const MAX_KEY_BYTES = 1024;
 const MAX_BODY_BYTES = 16 * 1024;
 const RETRY_UNAVAILABLE = '2';          // seconds, for 503
@@ -316,8 +334,15 @@ const server = http.createServer((req, res) => {
 // fails without an answer.
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
-server.listen(setting('PORT', 8080), '127.0.0.1', () => {
-  console.log(`listening on http://127.0.0.1:${server.address().port}`);
+function cannotListen(err) {
+  console.error(`cannot listen on ${host} port ${port}: ${err.message}`);
+  process.exit(1);
+}
+server.once('error', cannotListen);
+server.listen(port, host, () => {
+  server.off('error', cannotListen);
+  if (String(trusted) !== '') console.log(`X-Forwarded-For counts from ${trusted}`);
+  console.log(`listening on http://${net.isIPv6(host) ? `[${host}]` : host}:${server.address().port}`);
 });
 
 // SIGTERM or SIGINT: no new connection is taken, the idle ones are closed

@@ -5,12 +5,13 @@
 // the pooler refused a startup parameter (08P01).  A database that the admin
 // closed to connections is an outage the admin will end: a 503.  Either way
 // the log holds the server's message, not a stack trace: a stack is for bugs.
+// Settings the service cannot understand stop it at startup (exit 2).
 //
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { T0, createLoginRole, hello, sql, startService } from './helpers.js';
+import { T0, createLoginRole, hello, refusedService, sql, startService } from './helpers.js';
 
 before(async () => {
   for (const db of ['without_schema', 'noconn', 'closed']) await sql(`DROP DATABASE IF EXISTS ${db}`);
@@ -73,4 +74,34 @@ test('a database closed to connections (ALLOW_CONNECTIONS false, 55000): a 503 w
   } finally {
     await instance.stop();
   }
+});
+
+// 1.5 dropped what it could not match, silently: a CIDR, an address in
+// upper case or not compressed never matched a peer, and every client
+// behind such a proxy shared the proxy's quota.
+test('TRUSTED_PROXIES with an entry that is not an address or a network: refused at startup, naming it', async () => {
+  for (const [list, bad] of [
+    ['10.0.0.1, proxy.example.com', /"proxy\.example\.com"/],
+    ['10.0.0.0/33', /"10\.0\.0\.0\/33"/],
+    ['10.0.0.1/8', /"10\.0\.0\.1\/8".*10\.0\.0\.0\/8/],       // host bits: which network was meant?
+    ['fe80::1%eth0', /"fe80::1%eth0"/],
+  ]) {
+    const { code, log } = await refusedService({ TRUSTED_PROXIES: list });
+    assert.equal(code, 2, `${list}: ${log}`);
+    assert.match(log, /^TRUSTED_PROXIES/m, list);
+    assert.match(log, bad, list);
+    assert.doesNotMatch(log, STACK, list);
+    assert.doesNotMatch(log, /^listening on /m, list);
+  }
+});
+
+test('HOST that is not an address, or not one of this host: refused at startup', async () => {
+  const notAddress = await refusedService({ HOST: 'nowhere.example' });
+  assert.equal(notAddress.code, 2, notAddress.log);
+  assert.match(notAddress.log, /^HOST must be an IPv4 or IPv6 address, not "nowhere\.example"/m);
+  // 203.0.113.1 (TEST-NET-3) is no address of this machine
+  const notHere = await refusedService({ HOST: '203.0.113.1' });
+  assert.equal(notHere.code, 1, notHere.log);
+  assert.match(notHere.log, /^cannot listen on 203\.0\.113\.1 port 0: .*EADDRNOTAVAIL/m);
+  assert.doesNotMatch(notHere.log, STACK);
 });

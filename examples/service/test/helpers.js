@@ -172,3 +172,13 @@ export async function startService(env) {
     stop: async () => { child.kill('SIGTERM'); await exited; },
   };
 }
+
+// An instance whose settings are refused: it must end by itself, before
+// listening, within 10 s.  Returns its exit code and its log.
+export async function refusedService(env) {
+  const { child, log, exited } = spawnService(env);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const { code } = await exited;
+  clearTimeout(timer);
+  return { code, log: log() };
+}

@@ -28,13 +28,17 @@
 //   before it spends, and the request answers 503.  A call that has spent
 //   has answered: it takes microseconds.
 // - A failure is a 503 with Retry-After only when the database cannot
-//   answer now (down, restarting, out of connections, out of time); a
-//   setting that does not fit the database or the pooler (a database, role
-//   or schema that is missing, a parameter the pooler refuses) is a 500 and
-//   the log says "database configuration error": retrying would not help.
+//   answer now (down, restarting, closed to connections by its admin, out
+//   of connections, out of time); a setting that does not fit the database
+//   or the pooler (a database, role or schema that is missing, a privilege
+//   not granted, a parameter the pooler refuses) is a 500 and the log says
+//   "database configuration error": retrying would not help.  Either way
+//   the log holds the server's message; a stack trace means a bug.
 // - X-Forwarded-For counts only from proxies named in TRUSTED_PROXIES
 //   (address.js): otherwise every forged address would get its own quota.
-//   An IPv6 client is limited by its /64 network.
+//   An entry it cannot read stops the service at startup: ignored, it
+//   would give every client behind that proxy the proxy's quota.  An IPv6
+//   client is limited by its /64 network.
 // - Whatever a client may choose freely is not a quota of its own: API keys
 //   are checked (api_keys holds the SHA-256 digests of their UTF-8 bytes),
 //   and the quota is the client's, "key:<client>", never the secret
@@ -44,17 +48,22 @@
 //   one would end the process.
 // - Bad input is a 4xx saying what is wrong; a failure is a 5xx saying
 //   nothing of the internals (they go to the log).
-// - SIGTERM or SIGINT ends it: the requests in flight are answered first,
-//   for at most as long as one may take.
+// - SIGTERM or SIGINT ends it: no new connection is taken, the requests in
+//   flight are answered, each answer closing its connection, and the
+//   process exits 0 once the last is sent (1 if one takes longer than a
+//   request may).
 //
 // Behind pgbouncer in transaction mode it runs unchanged, with pgbouncer's
 // usual ignore_startup_parameters.  After PostgreSQL restarts, pgbouncer
 // fails logins for server_login_retry seconds more (15 by default: the
 // service answered 503 for 13 s after PostgreSQL was back); set it to 1.
 //
-// Settings: the usual PG* environment variables; PORT (0: any free one,
-// printed at start); POOL_SIZE (8); STATEMENT_TIMEOUT_MS (2000);
-// CONNECT_TIMEOUT_MS (2000); TRUSTED_PROXIES (comma-separated addresses).
+// Settings: the usual PG* environment variables; HOST, the address to
+// listen on (127.0.0.1; 0.0.0.0 or :: for every address of the host); PORT
+// (0: any free one, printed at start); POOL_SIZE (8);
+// STATEMENT_TIMEOUT_MS (2000); CONNECT_TIMEOUT_MS (2000); TRUSTED_PROXIES
+// (addresses and networks such as 10.0.0.0/8, separated by commas or
+// spaces).  A setting it cannot use stops it at startup, saying why (exit 2).
 // With FW_TEST=1, a request's X-Test-Clock header sets fixed_window's debug
 // clock for it (the service's tests use it to step past a window without
 // sleeping; it needs a superuser), and GET /test/pool shows the pool's
@@ -63,16 +72,21 @@
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import http from 'node:http';
+import net from 'node:net';
 import pg from 'pg';
 import { addressKey, clientAddress, trustedProxies } from './address.js';
+
+// A setting the service cannot use stops it before it listens: exit 2,
+// saying why.
+function refuse(message) {
+  console.error(message);
+  process.exit(2);
+}
 
 // A setting that is a whole number, or the default.
 function setting(name, fallback) {
   const text = process.env[name] ?? String(fallback);
-  if (!/^[0-9]+$/.test(text)) {
-    console.error(`${name} must be a whole number, not "${text}"`);
-    process.exit(2);
-  }
+  if (!/^[0-9]+$/.test(text)) refuse(`${name} must be a whole number, not "${text}"`);
   return Number(text);
 }
 
@@ -107,7 +121,15 @@ pool.on('connect', (client) => client.on('error', (err) => {
 const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`;
 
 const testing = process.env.FW_TEST === '1';
-const trusted = trustedProxies(process.env.TRUSTED_PROXIES);
+let trusted;
+try {
+  trusted = trustedProxies(process.env.TRUSTED_PROXIES);
+} catch (err) {
+  refuse(err.message);
+}
+const host = process.env.HOST ?? '127.0.0.1';
+if (!net.isIP(host)) refuse(`HOST must be an IPv4 or IPv6 address, not "${host}"`);
+const port = setting('PORT', 8080);
 const MAX_KEY_BYTES = 1024;
 const MAX_BODY_BYTES = 16 * 1024;
 const RETRY_UNAVAILABLE = '2';          // seconds, for 503
@@ -116,23 +138,35 @@ class BadRequest extends Error {}
 class TooLarge extends Error {}
 
 // What a failure means.  'unavailable': the database cannot answer now
-// (it is down, restarting, refusing connections, ended the connection, or
-// the statement ran out of time), a 503.  'configuration': the service's
-// settings do not fit the database or the pooler in front of it, a 500
-// that retrying will not cure.  Anything else is undefined: a bug, a 500.
+// (it is down, restarting, refusing connections, closed to them by its
+// admin, ended the connection, or the statement ran out of time), a 503.
+// 'configuration': the service's settings do not fit the database or the
+// pooler in front of it (a role, database or schema that is missing, a
+// privilege not granted, a parameter refused), a 500 that retrying will not
+// cure.  Anything else is undefined: a bug, a 500 with its stack logged.
+//
+// A database closed to connections (ALLOW_CONNECTIONS false, 55000 at
+// login) is an outage its admin will end, as a restart is; a role without
+// CONNECT on the database (42501) is configuration.  55000 counts only at
+// login: from a statement it is fixed_window's (the extension dropped under
+// a call, say), which is no outage.
 //
 // PgBouncer before 1.20 reports every error of its own, and the server's
-// errors at login, as 08P01 (protocol_violation): its message tells a
-// refused setting from a server that is down.
+// errors at login, as 08P01 (protocol_violation), with the server's
+// message: the message tells a refused setting from a server that is down,
+// as long as the server writes its messages in English (lc_messages).
 const POOLER_CONFIGURATION = new RegExp([
   'unsupported startup parameter', 'no such (database|user)', 'authentication failed', 'login rejected',
   'does not exist', 'pg_hba\\.conf', 'not permitted to log in', 'is disabled', 'SSL required',
+  'permission denied',
 ].join('|'));
+const atLogin = new WeakSet();          // the errors pool.connect() failed with
 function failure(err) {
   const code = String(err?.code ?? '');
   const message = String(err?.message ?? '');
-  if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, SQL
+  if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, privilege, SQL
   if (code === '08P01' && POOLER_CONFIGURATION.test(message)) return 'configuration';
+  if (code === '55000' && atLogin.has(err)) return 'unavailable';
   if (code.startsWith('08')                                  // connection exceptions
     || ['57P01', '57P02', '57P03', '57014', '53300'].includes(code) // shutdown, crash, starting, cancelled, too many connections
     || ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)
@@ -146,7 +180,10 @@ function failure(err) {
 // deadline, and the request's test clock when there is one.
 async function withDatabase(req, fn) {
   const clock = testing ? req.headers['x-test-clock'] : undefined;
-  const client = await pool.connect();
+  const client = await pool.connect().catch((err) => {
+    atLogin.add(err);
+    throw err;
+  });
   let broken;
   try {
     await client.query(BEGIN);
@@ -184,8 +221,11 @@ function apiKeyOf(req) {
   }
 }
 
+// Once the service is stopping, every answer closes its connection: Node
+// ends it as soon as the answer is sent, and no request follows there.
+let stopping = false;
 function send(res, status, headers, body) {
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json' });
+  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', ...(stopping ? { Connection: 'close' } : {}) });
   res.end(JSON.stringify(body));
 }
 
@@ -241,6 +281,16 @@ async function signup(req, res, body) {
   }
 }
 
+// The path of a request's target, which HTTP/1.1 lets be a path
+// ("/hello?x=1") or a whole URL ("http://service/hello").
+function pathOf(req) {
+  try {
+    return new URL(req.url, 'http://service').pathname;
+  } catch {
+    throw new BadRequest('the request target is not a URL');
+  }
+}
+
 const server = http.createServer((req, res) => {
   const chunks = [];
   let size = 0;
@@ -252,7 +302,7 @@ const server = http.createServer((req, res) => {
     try {
       if (size > MAX_BODY_BYTES) throw new TooLarge();
       const body = Buffer.concat(chunks).toString();
-      const path = new URL(req.url, 'http://service').pathname;
+      const path = pathOf(req);
       if (req.method === 'GET' && path === '/hello') await hello(req, res);
       else if (req.method === 'POST' && path === '/signup') await signup(req, res, body);
       else if (testing && req.method === 'GET' && path === '/test/pool')
@@ -284,14 +334,31 @@ const server = http.createServer((req, res) => {
 // fails without an answer.
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
-server.listen(setting('PORT', 8080), '127.0.0.1', () => {
-  console.log(`listening on http://127.0.0.1:${server.address().port}`);
+function cannotListen(err) {
+  console.error(`cannot listen on ${host} port ${port}: ${err.message}`);
+  process.exit(1);
+}
+server.once('error', cannotListen);
+server.listen(port, host, () => {
+  server.off('error', cannotListen);
+  if (String(trusted) !== '') console.log(`X-Forwarded-For counts from ${trusted}`);
+  console.log(`listening on http://${net.isIPv6(host) ? `[${host}]` : host}:${server.address().port}`);
 });
 
+// SIGTERM or SIGINT: no new connection is taken, the idle ones are closed
+// (server.close does so too from Node 19 on), and each request in flight
+// is answered, closing its connection (send): the process ends as soon as
+// the last is answered, or after as long as a request may take, cutting
+// what is left.
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, () => {
-    // the requests in flight are answered, for at most as long as one may take
-    setTimeout(() => process.exit(1), connectTimeout + statementTimeout + 1000).unref();
+    console.log(`stopping (${signal}): answering the requests in flight`);
+    stopping = true;
+    const deadline = connectTimeout + statementTimeout + 1000;
+    setTimeout(() => {
+      console.error(`requests still in flight ${deadline} ms after ${signal}: exiting without their answers`);
+      process.exit(1);
+    }, deadline).unref();
     server.close(() => pool.end().then(() => process.exit(0)));
     server.closeIdleConnections();
   });

@@ -26,13 +26,13 @@ trap cleanup EXIT
 
 fw_cluster_start "$dir" "shared_preload_libraries = 'fixed_window'"
 service_port=$PGPORT
-tests=(address.test.js service.test.js restart.test.js config.test.js)
+tests=(address.test.js service.test.js restart.test.js config.test.js stop.test.js)
 if [ "$pooler" = pgbouncer ]; then
     # pgbouncer's usual settings, but for server_login_retry (15 s), which
     # would keep the service at 503 so long after each restart (pooler.test.js)
     fw_pgbouncer_start "$dir" "server_login_retry = 1"
     service_port=$FW_POOLER_PORT
-    tests=(service.test.js restart.test.js config.test.js pooler.test.js)
+    tests=(service.test.js restart.test.js config.test.js stop.test.js pooler.test.js)
 elif [ -n "$pooler" ]; then
     echo "usage: $0 [pgbouncer]" >&2; exit 2
 fi

@@ -9,6 +9,9 @@
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 import { execFile, spawn } from 'node:child_process';
+import { appendFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -32,6 +35,40 @@ export async function hello(key, at, forwarded, url = service) {
     signal: AbortSignal.timeout(10_000),       // a client that gives up, as clients do
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+// GET url with Node's http module, for what fetch does not let a test
+// choose: the connections (an http.Agent of the caller's, which keeps them
+// alive), the local address to connect from.  Resolves to the status, the
+// headers and the body parsed.
+export function get(url, { headers = {}, agent, localAddress } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers, agent, localAddress, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { body += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: JSON.parse(body) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
+    req.on('error', reject);
+  });
+}
+
+// What the service answers to the bytes given, sent on a connection of
+// their own, as the text it sends until it closes the connection.
+export function raw(url, bytes) {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port) });
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (chunk) => { answer += chunk; });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+    socket.write(bytes, 'latin1');
+  });
 }
 
 // SQL on the service's database, as a superuser, on a connection of its own.
@@ -69,6 +106,17 @@ export async function poolerAdmin(command) {
   }
 }
 
+// A login role of the service's database server that the service may log
+// in as, behind pgbouncer too: the pooler lets in the roles its auth_file
+// names, and reads it again on RELOAD.
+export async function createLoginRole(name) {
+  await sql(`CREATE ROLE "${name}" LOGIN`);
+  if (pooler !== 'pgbouncer') return;
+  const file = (await poolerAdmin('SHOW CONFIG')).find((row) => row.key === 'auth_file').value;
+  await appendFile(file, `"${name}" ""\n`);
+  await poolerAdmin('RELOAD');
+}
+
 // pg_ctl on the service's database server, which the harness started.
 export async function pgCtl(...args) {
   const data = process.env.PG_DATA;
@@ -89,9 +137,10 @@ export async function until(what, seconds, fn) {
 }
 
 // Another instance of the service with the environment given, on a free
-// port, connecting where the harness's instance does.  Returns its url, its
-// log so far (log()) and stop(), which waits for it to end.
-export async function startService(env) {
+// port, connecting where the harness's instance does: the child process,
+// its log so far (log()) and how it ended (a promise of its exit code and
+// signal).
+function spawnService(env) {
   const server = fileURLToPath(new URL('../server.js', import.meta.url));
   const child = spawn(process.execPath, [server], {
     env: {
@@ -103,12 +152,33 @@ export async function startService(env) {
   let log = '';
   child.stdout.on('data', (chunk) => { log += chunk; });
   child.stderr.on('data', (chunk) => { log += chunk; });
-  const ended = new Promise((resolve) => child.on('exit', resolve));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { child, log: () => log, exited };
+}
+
+// Starts another instance (spawnService) and waits until it listens.
+// Returns its url, its log so far (log()), kill(signal), exited (a promise
+// of its exit code and signal) and stop(), which sends SIGTERM and waits
+// for it to end.
+export async function startService(env) {
+  const { child, log, exited } = spawnService(env);
   const url = await until('the service to listen', 10, () =>
-    log.match(/^listening on (\S+)/m)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined));
+    log().match(/^listening on (\S+)/m)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(log())) : undefined));
   return {
     url,
-    log: () => log,
-    stop: async () => { child.kill('SIGTERM'); await ended; },
+    log,
+    exited,
+    kill: (signal) => child.kill(signal),
+    stop: async () => { child.kill('SIGTERM'); await exited; },
   };
+}
+
+// An instance whose settings are refused: it must end by itself, before
+// listening, within 10 s.  Returns its exit code and its log.
+export async function refusedService(env) {
+  const { child, log, exited } = spawnService(env);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const { code } = await exited;
+  clearTimeout(timer);
+  return { code, log: log() };
 }

@@ -9,7 +9,7 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { T0, addKeys, clock, hello, pgCtl, service, sql, tokens, until } from './helpers.js';
+import { T0, addKeys, clock, get, hello, pgCtl, raw, service, sql, startService, tokens, until } from './helpers.js';
 
 // The API keys the tests use, each the key of a client of the same name.
 const KEYS = ['key-1', 'key-2', 'k'.repeat(1024), 'held', 'pool', 'restart'];
@@ -216,4 +216,53 @@ test('a forwarded address with a port is the address (1.5: not an address, so th
   assert.equal(await tokens('ip:203.0.113.70', T0), 0, 'the quota of 203.0.113.70');
   assert.equal((await hello(undefined, T0, '[2001:db8:70::1]:443')).status, 200);
   assert.equal(await tokens('ip:2001:db8:70:0::/64', T0), 4, 'the quota of 2001:db8:70::/64');
+});
+
+test('a request whose target is no URL is a 400, not a bug (1.5: a 500, and "TypeError: Invalid URL" with its stack in the log)', async () => {
+  const instance = await startService({});
+  try {
+    const answer = await raw(instance.url, 'GET http://[ HTTP/1.1\r\nHost: service\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /\r\n\{"error":"the request target is not a URL"\}\r\n/);
+    assert.doesNotMatch(instance.log(), /Error|^\s+at /m);
+    assert.equal((await hello(undefined, T0, '198.51.100.95', instance.url)).status, 200, 'and it goes on');
+  } finally {
+    await instance.stop();
+  }
+});
+
+test('HOST is the address the service listens on, 127.0.0.1 unless set; TRUSTED_PROXIES may name networks', async () => {
+  // 1.5 listened on 127.0.0.1, whatever the settings: a proxy on another
+  // host could not reach it.  All of 127.0.0.0/8 reaches this host, but a
+  // listener on 127.0.0.1 takes connections to 127.0.0.1 only.
+  const other = (url) => url.replace('//127.0.0.1:', '//127.0.0.2:').replace('//0.0.0.0:', '//127.0.0.2:');
+  const headers = { 'X-Test-Clock': clock(T0), 'X-Forwarded-For': '198.51.100.97' };
+  const loopback = await startService({});
+  try {
+    assert.match(loopback.url, /^http:\/\/127\.0\.0\.1:[0-9]+$/);
+    await assert.rejects(get(`${other(loopback.url)}/hello`, { headers }), { code: 'ECONNREFUSED' });
+  } finally {
+    await loopback.stop();
+  }
+  const everywhere = await startService({ HOST: '0.0.0.0', TRUSTED_PROXIES: '127.0.0.4/30' });
+  try {
+    assert.match(everywhere.url, /^http:\/\/0\.0\.0\.0:[0-9]+$/);
+    // from 127.0.0.5, a proxy of 127.0.0.4/30: the client it forwards
+    const proxied = await get(`${other(everywhere.url)}/hello`, { headers, localAddress: '127.0.0.5' });
+    assert.equal(proxied.status, 200);
+    assert.equal(await tokens('ip:198.51.100.97', T0), 4);
+    // from 127.0.0.8, outside it: itself, whatever it forwards
+    assert.equal((await get(`${other(everywhere.url)}/hello`, { headers, localAddress: '127.0.0.8' })).status, 200);
+    assert.equal(await tokens('ip:127.0.0.8', T0), 4);
+    assert.equal(await tokens('ip:198.51.100.97', T0), 4);
+  } finally {
+    await everywhere.stop();
+  }
+  const ipv6 = await startService({ HOST: '::1' });
+  try {
+    assert.match(ipv6.url, /^http:\/\/\[::1\]:[0-9]+$/);
+    assert.equal((await hello(undefined, T0, undefined, ipv6.url)).status, 200);
+  } finally {
+    await ipv6.stop();
+  }
 });

@@ -59,27 +59,26 @@ done
 # the README alone, its links to docs/ broken).
 docdir=/usr/share/doc/$package
 [ -f "$docdir/README.md" ] || { echo "test-deb: $docdir/README.md is missing" >&2; exit 1; }
+# package_holds TEST WHAT: each path read from the input, one a line, is
+# under the package's documentation (test -f: a file, -e: a file or a
+# directory); says how many, or names each missing one and fails.
+package_holds() {
+    local test=$1 what=$2 path n=0 missing=0
+    while read -r path; do
+        n=$((n + 1))
+        if ! test "$test" "$docdir/$path"; then
+            echo "test-deb: README.md names $path, which the package does not hold" >&2
+            missing=1
+        fi
+    done
+    [ $missing -eq 0 ] || exit 1
+    echo "test-deb: the package holds README.md and the $n $what"
+}
 # the README's links to files of its own: not to a web page, nor within itself
-readme_links() { grep -o '](\(docs/\|[A-Z]*\.md\)[^)#]*' "$docdir/README.md" | sed 's/^](//' | sort -u; }
-broken=0
-while read -r link; do
-    if [ ! -f "$docdir/$link" ]; then
-        echo "test-deb: README.md links to $link, which the package does not hold" >&2
-        broken=1
-    fi
-done < <(readme_links)
-[ $broken -eq 0 ] || exit 1
-echo "test-deb: the package holds README.md and the $(readme_links | wc -l) documents it links to"
+package_holds -f "documents it links to" < <(grep -o '](\(docs/\|[A-Z]*\.md\)[^)#]*' "$docdir/README.md" |
+    sed 's/^](//' | sort -u)
 # the examples the README names (1.5 shipped none), uncompressed where it says
-readme_examples() { grep -o 'examples/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$docdir/README.md" | sort -u; }
-while read -r example; do
-    if [ ! -e "$docdir/$example" ]; then
-        echo "test-deb: README.md names $example, which the package does not hold" >&2
-        broken=1
-    fi
-done < <(readme_examples)
-[ $broken -eq 0 ] || exit 1
-echo "test-deb: the package holds the $(readme_examples | wc -l) examples the README names"
+package_holds -e "examples it names" < <(grep -o 'examples/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$docdir/README.md" | sort -u)
 
 fw_log "calling the packaged extension on a fresh cluster"
 mkdir "$work/cluster"; chown "$FW_RUN_USER" "$work/cluster"

@@ -2098,9 +2098,17 @@ typedef struct FwResizeCount
 } FwResizeCount;
 
 /* Why a resize is refused: the first holder over its share, or the total. */
+typedef enum FwResizeScope
+{
+	FW_RESIZE_FITS,				/* not refused */
+	FW_RESIZE_ALL,				/* the live counters, in all */
+	FW_RESIZE_DATABASE,			/* a database over its share */
+	FW_RESIZE_ROLE				/* a role over its share */
+} FwResizeScope;
+
 typedef struct FwResizeRefusal
 {
-	const char *scope;			/* NULL: not refused; "database", "role" or "all" */
+	FwResizeScope scope;
 	Oid			oid;
 	uint32		slots;			/* what it holds */
 	uint32		limit;			/* what the new table allows it */
@@ -2139,7 +2147,7 @@ fwshmem_count_visit(FwCounter *counter, void *arg)
  */
 static bool
 fwshmem_over_share(const FwShare *entries, const uint32 *slots, int n, uint32 nslots, int share,
-				   const char *scope, FwResizeRefusal *refusal)
+				   FwResizeScope scope, FwResizeRefusal *refusal)
 {
 	uint32		limit = fwsettings_share_of(nslots, share);
 	int			i;
@@ -2170,7 +2178,7 @@ fwshmem_resize_fits(uint32 nslots, uint32 total, const uint32 *databases, const 
 	memset(refusal, 0, sizeof(FwResizeRefusal));
 	if (total > nslots)
 	{
-		refusal->scope = "all";
+		refusal->scope = FW_RESIZE_ALL;
 		refusal->slots = total;
 		refusal->minimum = total;
 		return false;
@@ -2178,9 +2186,9 @@ fwshmem_resize_fits(uint32 nslots, uint32 total, const uint32 *databases, const 
 	if (nslots >= fw_shared->nslots)
 		return true;
 	return !fwshmem_over_share(fw_shared->databases, databases, FW_MAX_DATABASES, nslots,
-							   fw_database_share, "database", refusal) &&
+							   fw_database_share, FW_RESIZE_DATABASE, refusal) &&
 		!fwshmem_over_share(fw_shared->roles, roles, FW_MAX_ROLES, nslots, fw_role_share,
-							"role", refusal);
+							FW_RESIZE_ROLE, refusal);
 }
 
 /* A resize refused: say why, the table's locks released. */
@@ -2189,13 +2197,13 @@ fwshmem_resize_refused(uint32 nslots, uint32 old_nslots, const FwResizeRefusal *
 {
 	const char *name;
 
-	if (strcmp(refusal->scope, "all") == 0)
+	if (refusal->scope == FW_RESIZE_ALL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("cannot shrink the rate limit counters to %u slots", nslots),
 				errdetail("Live counters take %u of the %u slots now.", refusal->slots, old_nslots),
 				errhint("Wait until more windows have ended, or remove counters with fw_reset().")));
-	if (strcmp(refusal->scope, "database") == 0)
+	if (refusal->scope == FW_RESIZE_DATABASE)
 	{
 		name = get_database_name(refusal->oid);
 		ereport(ERROR,
@@ -2399,7 +2407,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 		else if (fwshmem_resize_fits(nslots, count->live, count->database_live,
 									 count->role_live, &refusal))
 			copy.drop_ended = true;
-		if (!same && refusal.scope == NULL)
+		if (!same && refusal.scope == FW_RESIZE_FITS)
 		{
 			int			i;
 
@@ -2426,7 +2434,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 	if (count)
 		pfree(count);
 
-	if (same || refusal.scope != NULL)
+	if (same || refusal.scope != FW_RESIZE_FITS)
 	{
 		fwshmem_unlock_table();
 		fwsegment_discard(copy.to);
@@ -2820,13 +2828,6 @@ void
 fwshmem_open(void)
 {
 	(void) fwshmem_attach(true);
-}
-
-/* How many slots the table has now, 0 if there is none. */
-uint32
-fwshmem_slots(void)
-{
-	return fwshmem_attach(false) ? fw_shared->nslots : 0;
 }
 
 /*

@@ -58,7 +58,6 @@ extern void fwshmem_define_settings(void);
 extern void fwshmem_start_keeper(bool dynamic);
 extern bool fwshmem_available(void);
 extern void fwshmem_open(void);
-extern uint32 fwshmem_slots(void);
 extern void fwshmem_prefetch(uint32 hash);
 extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);

@@ -213,7 +213,11 @@ check-layers:
 check-version:
 	bash $(srcdir)/scripts/check_version.sh
 
-# What the README says of the catalog, and its links, hold.
+# Every block of README.md and docs/ runs as written (as root).
+test-docs: check-docs
+	FW_PG_BIN=$(bindir) python3 $(srcdir)/scripts/run_docs.py
+
+# The links between the documents resolve.
 check-docs:
 	bash $(srcdir)/scripts/check_docs.sh
 
@@ -231,7 +235,7 @@ all:
 	@false
 endif
 
-.PHONY: test demo bench unit check-layers check-version check-docs dist installcheck \
+.PHONY: test demo bench unit check-layers check-version check-docs test-docs dist installcheck \
 	test-regress test-regress-table test-isolation test-isolation-table test-tap test-monitoring test-service test-pgbouncer test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap

@@ -4,8 +4,6 @@
 #   unit        C unit tests of the window arithmetic (no server)
 #   layers      includes among src/ files point down the layers only
 #   version     META.json says the versions of the control files
-#   docs        the README's list of what PUBLIC may call matches the
-#               catalog, and its links into docs/ resolve
 #   regress     pg_regress, SQL behaviour, shared-memory counters
 #   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
@@ -19,6 +17,9 @@
 #   service     the example HTTP service (examples/service), driven over HTTP
 #   pgbouncer   PgBouncer in transaction mode in front of fw_limit (pgbench,
 #               exact counts) and of the example service (test/pgbouncer)
+#   docs        every SQL and shell block of README.md and docs/, run in
+#               order as written on a cluster set up as the README says
+#               (scripts/run_docs.py), and every link between them resolves
 #   deb         the Debian package: built (its build runs make installcheck),
 #               installed, and called on a fresh cluster; as root only
 #
@@ -72,7 +73,6 @@ layer() {
 layer unit unit
 layer layers check-layers
 layer version check-version
-layer docs check-docs
 layer regress test-regress
 layer regress-table test-regress-table
 layer regress-dsm test-regress-dsm
@@ -84,6 +84,9 @@ layer tap-dsm test-tap-dsm
 layer monitoring test-monitoring
 layer service test-service
 layer pgbouncer test-pgbouncer
+# As root: the documents' blocks say which account runs each (root, postgres).
+wanted docs && run_layer docs env FW_PG_BIN="$FW_PG_BIN" \
+    bash -c 'bash "$1/scripts/check_docs.sh" && python3 "$1/scripts/run_docs.py"' sh "$FW_ROOT"
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"

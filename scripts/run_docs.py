@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""make test's layer "docs": every SQL and shell block of README.md and docs/,
+run in order, as written, on a throwaway cluster set up as the README says.
+
+A fenced block is run when its language is sql or sh:
+
+  ```sql                        ```sh
+  -- as app                     # as root
+  ...                           ...
+
+Its first line names who runs it: for SQL the database role, and the
+database after "in" (default app), as in "-- as postgres, in database
+postgres"; for a shell block the operating-system account (root or
+postgres), in a copy of the repository.  A block without that line is an
+error, so that no document leaves its reader guessing.  A block right after
+an HTML comment "<!-- illustration: why -->" is not run; the report counts
+those and says why.  A ```text block right after a block that ran is what the
+block prints, compared line by line (trailing spaces ignored; a line "..."
+stands for any number of lines).  A block whose shown output has an ERROR
+line must fail with it; any other block must succeed.
+
+README.md runs first, on a fresh cluster: its blocks install the extension
+and make the roles and the database that the guides build on.  Each guide of
+docs/ then runs on a copy of the cluster as README.md left it, so that
+guides do not depend on each other.  The cluster fixes the clock of the
+extension (fixed_window.debug_now in its postgresql.conf), so that what the
+documents show is what they print; docs/testing.md says what else the
+harness provides (a sudo and a pg_ctlcluster that act on this cluster).
+
+Usage: run_docs.py [--list] [FILE...]   (default: README.md and docs/*.md)
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PG_MAJOR = os.environ.get("FW_PG_MAJOR", "15")
+PG_BIN = os.environ.get("FW_PG_BIN", f"/usr/lib/postgresql/{PG_MAJOR}/bin")
+RUN_USER = os.environ.get("FW_RUN_USER", "postgres")
+CLOCK = "2031-01-01 12:00:20+00"
+PORT = "5432"
+AS_ROOT = os.geteuid() == 0
+
+FENCE = re.compile(r"^( *)```([A-Za-z0-9_-]*)\s*$")
+ILLUSTRATION = re.compile(r"^ *<!-- illustration: (.+?) -->\s*$")
+SQL_AS = re.compile(r"^-- as ([a-z_][a-z0-9_]*)(?: \([^)]*\))?(?:,? in (?:database )?([a-z_][a-z0-9_]*))?\b")
+SH_AS = re.compile(r"^# as (root|postgres)\b")
+
+
+class Block:
+    def __init__(self, path, line, lang, text, marked):
+        self.path, self.line, self.lang, self.text, self.marked = path, line, lang, text, marked
+        self.output = None          # the ```text block shown after it, if any
+
+    def where(self):
+        return f"{os.path.relpath(self.path, ROOT)}:{self.line}"
+
+
+def parse(path):
+    """The fenced blocks of a Markdown file, in order."""
+    blocks, marked, lines = [], None, open(path, encoding="utf-8").read().split("\n")
+    i, prev = 0, None
+    while i < len(lines):
+        m = ILLUSTRATION.match(lines[i])
+        if m:
+            marked = m.group(1)
+            i += 1
+            continue
+        m = FENCE.match(lines[i])
+        if not m:
+            if lines[i].strip():
+                marked, prev = None, None
+            i += 1
+            continue
+        indent, lang, start, body = len(m.group(1)), m.group(2), i + 1, []
+        i += 1
+        while i < len(lines) and not lines[i].lstrip(" ").startswith("```"):
+            body.append(lines[i][indent:] if lines[i][:indent] == " " * indent else lines[i].lstrip(" "))
+            i += 1
+        i += 1
+        text = "\n".join(body) + "\n"
+        if lang == "text" and prev is not None and marked is None:
+            prev.output = text
+            prev = None
+        else:
+            b = Block(path, start, lang, text, marked)
+            blocks.append(b)
+            prev = b if lang in ("sql", "sh") and marked is None else None
+        marked = None
+    return blocks
+
+
+def matches(expected, actual):
+    """Whether the lines printed match those shown ("..." = any lines)."""
+    def clean(text):
+        out = [re.sub(r"^psql:<stdin>:\d+: ", "", l).rstrip() for l in text.split("\n")]
+        while out and not out[0]:
+            out.pop(0)
+        while out and not out[-1]:
+            out.pop()
+        return out
+    exp, act = clean(expected), clean(actual)
+
+    def walk(e, a):
+        if e == len(exp):
+            return a == len(act)
+        if exp[e] == "...":
+            return any(walk(e + 1, k) for k in range(a, len(act) + 1))
+        return a < len(act) and exp[e] == act[a] and walk(e + 1, a + 1)
+    return walk(0, 0)
+
+
+class Cluster:
+    def __init__(self, work):
+        self.work, self.data = work, os.path.join(work, "data")
+        self.env = dict(os.environ)
+        self.env.update(PGHOST=work, PGPORT=PORT, LANG="C.UTF-8", LC_ALL="C.UTF-8",
+                        PATH=f"{work}/bin:{PG_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        for var in ("PGUSER", "PGDATABASE", "PGOPTIONS", "PGSERVICE", "PGPASSWORD"):
+            self.env.pop(var, None)
+        self.env["FW_DOCS_DATA"] = self.data
+        self.env["FW_DOCS_USER"] = RUN_USER if AS_ROOT else ""
+
+    def as_user(self, argv):
+        return ["runuser", "-u", RUN_USER, "--"] + argv if AS_ROOT else argv
+
+    def run(self, argv, **kw):
+        return subprocess.run(self.as_user(argv), env=self.env, check=True, stdout=subprocess.DEVNULL, **kw)
+
+    def init(self):
+        self.run(["initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync"])
+        with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
+            conf.write(f"listen_addresses = ''\nunix_socket_directories = '{self.work}'\nport = {PORT}\n"
+                       f"fsync = off\nfixed_window.debug_now = '{CLOCK}'\n")
+        self.start()
+
+    def start(self):
+        self.run(["pg_ctl", "-D", self.data, "-l", os.path.join(self.work, "server.log"), "-w", "start"])
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            self.run(["pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop"])
+
+    def save(self):
+        self.stop()
+        shutil.copytree(self.data, self.data + ".readme", symlinks=True)
+
+    def restore(self):
+        self.stop()
+        shutil.rmtree(self.data)
+        shutil.copytree(self.data + ".readme", self.data, symlinks=True)
+        self.start()
+
+
+SUDO = r"""#!/bin/bash
+# The documents' sudo, in the docs test: -u USER runs as USER, else as root.
+user=root
+while [ $# -gt 0 ]; do
+    case $1 in
+    -u) user=$2; shift 2 ;;
+    -i|-H|-E) shift ;;
+    --) shift; break ;;
+    *) break ;;
+    esac
+done
+if [ "$(id -un)" = "$user" ]; then exec "$@"; fi
+exec runuser -u "$user" -- env PATH="$PATH" PGHOST="$PGHOST" PGPORT="$PGPORT" "$@"
+"""
+PG_CTLCLUSTER = r"""#!/bin/bash
+# The documents' pg_ctlcluster VERSION main ACTION, in the docs test: acts on
+# the test's cluster, never on the system's.
+[ $# -eq 3 ] || { echo "pg_ctlcluster: usage: pg_ctlcluster VERSION CLUSTER ACTION" >&2; exit 1; }
+set -- pg_ctl -D "$FW_DOCS_DATA" -l "$FW_DOCS_DATA/../server.log" -w "$3"
+if [ -n "$FW_DOCS_USER" ] && [ "$(id -un)" != "$FW_DOCS_USER" ]; then
+    exec runuser -u "$FW_DOCS_USER" -- env PATH="$PATH" "$@" >/dev/null
+fi
+exec "$@" >/dev/null
+"""
+
+
+def run_block(cluster, block, clone):
+    """Run one block; return (ok, printed)."""
+    first = block.text.split("\n", 1)[0]
+    if block.lang == "sql":
+        m = SQL_AS.match(first)
+        if not m:
+            return False, "the block does not say who runs it (a first line \"-- as ROLE [in DATABASE]\")\n"
+        argv = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", m.group(1), "-d", m.group(2) or "app"]
+        proc = subprocess.run(cluster.as_user(argv), input=block.text, env=cluster.env, cwd=clone,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    else:
+        m = SH_AS.match(first)
+        if not m:
+            return False, "the block does not say who runs it (a first line \"# as root\" or \"# as postgres\")\n"
+        argv = ["bash", "-e", "-o", "pipefail"]
+        if m.group(1) == "postgres" and AS_ROOT:
+            argv = cluster.as_user(argv)
+        proc = subprocess.run(argv, input=block.text, env=cluster.env, cwd=clone,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    shows_error = block.output is not None and re.search(r"^(psql:\S+ )?ERROR:", block.output, re.M)
+    ok = (proc.returncode != 0) if shows_error else (proc.returncode == 0)
+    if ok and block.output is not None:
+        ok = matches(block.output, proc.stdout)
+    return ok, proc.stdout
+
+
+def main():
+    args = sys.argv[1:]
+    listing = "--list" in args
+    files = [a for a in args if a != "--list"] or \
+        [os.path.join(ROOT, "README.md")] + sorted(
+            os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    files = [os.path.abspath(f) for f in files]
+    readme = os.path.join(ROOT, "README.md")
+    if readme not in files:
+        files.insert(0, readme)     # every guide builds on the README's set-up
+    docs = [(f, parse(f)) for f in files]
+    if listing:
+        for f, blocks in docs:
+            for b in blocks:
+                state = "marked: " + b.marked if b.marked else ("run" if b.lang in ("sql", "sh") else "shown")
+                print(f"{b.where()}\t{b.lang or '-'}\t{state}{', output compared' if b.output else ''}")
+        return 0
+
+    work = tempfile.mkdtemp(prefix="fixed_window_docs.")
+    os.chmod(work, 0o755)
+    os.makedirs(os.path.join(work, "bin"))
+    for name, text in (("sudo", SUDO), ("pg_ctlcluster", PG_CTLCLUSTER)):
+        with open(os.path.join(work, "bin", name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(work, "bin", name), 0o755)
+    clone = os.path.join(work, "clone")
+    subprocess.run(f"tar -C '{ROOT}' --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' "
+                   f"-cf - . | tar -C '{clone}' -xf -", shell=True, check=True,
+                   preexec_fn=lambda: os.makedirs(clone))
+    if AS_ROOT:
+        subprocess.run(["chown", "-R", RUN_USER, work], check=True)
+    cluster = Cluster(work)
+    counts = {"run": 0, "marked": 0, "compared": 0}
+    failures = []
+    try:
+        cluster.init()
+        for f, blocks in docs:
+            if f != readme:
+                cluster.restore()
+            ran = marked = 0
+            for b in blocks:
+                if b.lang not in ("sql", "sh"):
+                    continue
+                if b.marked:
+                    marked += 1
+                    print(f"  marked  {b.where()}: {b.marked}")
+                    continue
+                ok, printed = run_block(cluster, b, clone)
+                ran += 1
+                counts["compared"] += b.output is not None
+                if not ok:
+                    failures.append(b.where())
+                    print(f"FAILED  {b.where()} ({b.lang}):\n" + "".join("    | " + l + "\n" for l in b.text.rstrip("\n").split("\n")))
+                    print("  printed:\n" + "".join("    > " + l + "\n" for l in printed.rstrip("\n").split("\n")))
+                    if b.output is not None:
+                        print("  shown:\n" + "".join("    < " + l + "\n" for l in b.output.rstrip("\n").split("\n")))
+            counts["run"] += ran
+            counts["marked"] += marked
+            print(f"{os.path.relpath(f, ROOT)}: {ran} blocks run, {marked} marked as illustrations")
+            if f == readme:
+                cluster.save()
+    finally:
+        try:
+            cluster.stop()
+        except subprocess.CalledProcessError:
+            pass
+        subprocess.run(["tail", "-n", "30", os.path.join(work, "server.log")]) if failures else None
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"docs: {counts['run']} blocks run ({counts['compared']} outputs compared), "
+          f"{counts['marked']} marked as illustrations, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

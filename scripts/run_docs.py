@@ -25,13 +25,15 @@ docs/ then runs on a copy of the cluster as README.md left it, so that
 guides do not depend on each other.  The cluster fixes the clock of the
 extension (fixed_window.debug_now in its postgresql.conf), so that what the
 documents show is what they print; docs/testing.md says what else the
-harness provides (a sudo and a pg_ctlcluster that act on this cluster).
+harness provides (a pg_ctlcluster that acts on this cluster, and a sudo
+that refuses: a Debian root shell has none).
 
-Usage: run_docs.py [--list] [FILE...]   (default: README.md and docs/*.md)
+Usage: run_docs.py [--list] [--readme FILE] [FILE...]   (default: README.md and docs/*.md)
 """
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -156,18 +158,10 @@ class Cluster:
 
 
 SUDO = r"""#!/bin/bash
-# The documents' sudo, in the docs test: -u USER runs as USER, else as root.
-user=root
-while [ $# -gt 0 ]; do
-    case $1 in
-    -u) user=$2; shift 2 ;;
-    -i|-H|-E) shift ;;
-    --) shift; break ;;
-    *) break ;;
-    esac
-done
-if [ "$(id -un)" = "$user" ]; then exec "$@"; fi
-exec runuser -u "$user" -- env PATH="$PATH" PGHOST="$PGHOST" PGPORT="$PGPORT" "$@"
+# The documents' sudo, in the docs test: a Debian root shell has none, and a
+# block says the account that runs it, so a block must not need it.
+echo "sudo: a root shell on Debian has no sudo; write the command as root runs it, and say \"sudo\" in the text" >&2
+exit 127
 """
 PG_CTLCLUSTER = r"""#!/bin/bash
 # The documents' pg_ctlcluster VERSION main ACTION, in the docs test: acts on
@@ -181,6 +175,24 @@ exec "$@" >/dev/null
 """
 
 
+BLOCK_TIMEOUT = 600     # seconds; a block that starts a server in the foreground never ends
+
+
+def run_argv(argv, text, env, cwd):
+    """Run one block's program with the block on its standard input, in a
+    process group of its own, so that whatever it left running can be ended."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, _ = proc.communicate(text, timeout=BLOCK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        out += f"\n(the block did not end within {BLOCK_TIMEOUT} s, and was killed)\n"
+        return 124, out
+    return proc.returncode, out
+
+
 def run_block(cluster, block, clone):
     """Run one block; return (ok, printed)."""
     first = block.text.split("\n", 1)[0]
@@ -189,8 +201,7 @@ def run_block(cluster, block, clone):
         if not m:
             return False, "the block does not say who runs it (a first line \"-- as ROLE [in DATABASE]\")\n"
         argv = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", m.group(1), "-d", m.group(2) or "app"]
-        proc = subprocess.run(cluster.as_user(argv), input=block.text, env=cluster.env, cwd=clone,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        argv = cluster.as_user(argv)
     else:
         m = SH_AS.match(first)
         if not m:
@@ -198,23 +209,26 @@ def run_block(cluster, block, clone):
         argv = ["bash", "-e", "-o", "pipefail"]
         if m.group(1) == "postgres" and AS_ROOT:
             argv = cluster.as_user(argv)
-        proc = subprocess.run(argv, input=block.text, env=cluster.env, cwd=clone,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    returncode, printed = run_argv(argv, block.text, cluster.env, clone)
     shows_error = block.output is not None and re.search(r"^(psql:\S+ )?ERROR:", block.output, re.M)
-    ok = (proc.returncode != 0) if shows_error else (proc.returncode == 0)
+    ok = (returncode != 0) if shows_error else (returncode == 0)
     if ok and block.output is not None:
-        ok = matches(block.output, proc.stdout)
-    return ok, proc.stdout
+        ok = matches(block.output, printed)
+    return ok, printed
 
 
 def main():
     args = sys.argv[1:]
     listing = "--list" in args
+    readme = os.path.join(ROOT, "README.md")
+    if "--readme" in args:          # another file in the README's place (to try an old one)
+        k = args.index("--readme")
+        readme = os.path.abspath(args[k + 1])
+        del args[k:k + 2]
     files = [a for a in args if a != "--list"] or \
         [os.path.join(ROOT, "README.md")] + sorted(
             os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
-    files = [os.path.abspath(f) for f in files]
-    readme = os.path.join(ROOT, "README.md")
+    files = [os.path.abspath(f) for f in files if os.path.abspath(f) != os.path.join(ROOT, "README.md")]
     if readme not in files:
         files.insert(0, readme)     # every guide builds on the README's set-up
     docs = [(f, parse(f)) for f in files]

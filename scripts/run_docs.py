@@ -148,12 +148,12 @@ class Cluster:
 
     def save(self):
         self.stop()
-        shutil.copytree(self.data, self.data + ".readme", symlinks=True)
+        self.run(["cp", "-a", self.data, self.data + ".readme"])     # as the server's account
 
     def restore(self):
         self.stop()
         shutil.rmtree(self.data)
-        shutil.copytree(self.data + ".readme", self.data, symlinks=True)
+        self.run(["cp", "-a", self.data + ".readme", self.data])
         self.start()
 
 

@@ -144,14 +144,16 @@ class Cluster:
         if os.path.exists(os.path.join(self.data, "postmaster.pid")):
             self.run(["pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop"])
 
+    # cp -a, not shutil.copytree: run as root, the copy must stay the
+    # server account's, which copytree does not keep.
     def save(self):
         self.stop()
-        shutil.copytree(self.data, self.data + ".readme", symlinks=True)
+        subprocess.run(["cp", "-a", self.data, self.data + ".readme"], check=True)
 
     def restore(self):
         self.stop()
         shutil.rmtree(self.data)
-        shutil.copytree(self.data + ".readme", self.data, symlinks=True)
+        subprocess.run(["cp", "-a", self.data + ".readme", self.data], check=True)
         self.start()
 
 

@@ -146,6 +146,8 @@ class Cluster:
         if os.path.exists(os.path.join(self.data, "postmaster.pid")):
             self.run(["pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop"])
 
+    # cp -a, not shutil.copytree: run as root, the copy must stay the
+    # server account's, which copytree does not keep.
     def save(self):
         self.stop()
         self.run(["cp", "-a", self.data, self.data + ".readme"])     # as the server's account

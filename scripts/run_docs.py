@@ -146,12 +146,12 @@ class Cluster:
 
     def save(self):
         self.stop()
-        shutil.copytree(self.data, self.data + ".readme", symlinks=True)
+        subprocess.run(["cp", "-a", self.data, self.data + ".readme"], check=True)   # keeps the owner
 
     def restore(self):
         self.stop()
         shutil.rmtree(self.data)
-        shutil.copytree(self.data + ".readme", self.data, symlinks=True)
+        subprocess.run(["cp", "-a", self.data + ".readme", self.data], check=True)
         self.start()
 
 

@@ -177,7 +177,7 @@ exec "$@" >/dev/null
 """
 
 
-BLOCK_TIMEOUT = 600     # seconds; a block that starts a server in the foreground never ends
+BLOCK_TIMEOUT = int(os.environ.get("FW_DOCS_TIMEOUT", "600"))   # seconds: a server started in the foreground never ends
 
 
 def run_argv(argv, text, env, cwd):

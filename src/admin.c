@@ -362,7 +362,7 @@ fwadmin_record_size(int32 slots)
 		ereport(WARNING,
 				(errcode(error->sqlerrcode),
 				errmsg("could not record fixed_window.max_counters = %d", slots),
-				errdetail("%s The table has %d slots until the server restarts or the setting changes.",
+				errdetail("ALTER SYSTEM failed: %s. The table has %d slots until the server restarts or the setting changes.",
 						  error->message, slots),
 				errhint("Set fixed_window.max_counters to %d with ALTER SYSTEM, as a role that may.", slots)));
 		FreeErrorData(error);

@@ -261,8 +261,8 @@ my $rules = $http->get("http://127.0.0.1:$prometheus_port/api/v1/rules");
 my @loaded = map { map { $_->{name} . ':' . $_->{health} } @{ $_->{rules} } }
   @{ decode_json($rules->{content})->{data}{groups} };
 is( join(' ', sort @loaded),
-	'FixedWindowCountersNearlyFull:ok FixedWindowDenialsRising:ok FixedWindowLimitDenying:ok FixedWindowNoRoom:ok FixedWindowStatisticsNearlyFull:ok',
-	'Prometheus loaded the five rules of alerts.yml');
+	'FixedWindowCountersNearlyFull:ok FixedWindowDenialsRising:ok FixedWindowLimitDenying:ok FixedWindowMetricsUnreadable:ok FixedWindowNoRoom:ok FixedWindowStatisticsNearlyFull:ok',
+	'Prometheus loaded the six rules of alerts.yml');
 my $firing = wait_for(sub {
 	my $r = $http->get("http://127.0.0.1:$prometheus_port/api/v1/alerts");
 	return undef unless $r->{success};

@@ -84,7 +84,7 @@ END
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 sub start_exporter
 {
-	my ($of, $name) = @_;
+	my ($of, $name, @args) = @_;
 	my $port = PostgreSQL::Test::Cluster::get_free_port();
 	local $ENV{DATA_SOURCE_NAME} = sprintf('host=%s port=%d user=fw_monitor dbname=postgres sslmode=disable',
 		$of->host, $of->port);
@@ -92,7 +92,7 @@ sub start_exporter
 		[
 			$exporter_bin, "--web.listen-address=127.0.0.1:$port",
 			"--extend.query-path=$examples/queries.yaml", '--disable-settings-metrics',
-			'--log.level=warn'
+			'--log.level=warn', @args
 		],
 		'>', "$tmp/$name.log", '2>&1');
 	push @started, $process;
@@ -261,8 +261,8 @@ my $rules = $http->get("http://127.0.0.1:$prometheus_port/api/v1/rules");
 my @loaded = map { map { $_->{name} . ':' . $_->{health} } @{ $_->{rules} } }
   @{ decode_json($rules->{content})->{data}{groups} };
 is( join(' ', sort @loaded),
-	'FixedWindowCountersNearlyFull:ok FixedWindowDenialsRising:ok FixedWindowLimitDenying:ok FixedWindowNoRoom:ok FixedWindowStatisticsNearlyFull:ok',
-	'Prometheus loaded the five rules of alerts.yml');
+	'FixedWindowCountersNearlyFull:ok FixedWindowDenialsRising:ok FixedWindowLimitDenying:ok FixedWindowMetricsUnreadable:ok FixedWindowNoRoom:ok FixedWindowStatisticsNearlyFull:ok',
+	'Prometheus loaded the six rules of alerts.yml');
 my $firing = wait_for(sub {
 	my $r = $http->get("http://127.0.0.1:$prometheus_port/api/v1/alerts");
 	return undef unless $r->{success};
@@ -367,5 +367,47 @@ is(only($metrics, 'fixed_window_unnamed_calls_total', qr/storage="table"/), 3500
 	'every other call is counted together');
 
 $table_exporter->kill_kill;
+
+# ---------------------------------------------------------------------------
+# --auto-discover-databases runs the per-database queries in every database:
+# one without the extension, one whose schema the exporter's role may not
+# use.  Neither fails the scrape; a gauge names the database it cannot read,
+# and its series appear once the grant is given, with no search_path set.
+$table->safe_psql('postgres', q{
+	CREATE DATABASE plain;
+	CREATE DATABASE walled;
+});
+$table->safe_psql('walled', q{
+	CREATE SCHEMA fw;
+	CREATE EXTENSION fixed_window SCHEMA fw;
+	SELECT fw.fw_limit('walled_api', 'k', 1, '1 hour') FROM generate_series(1, 2);
+});
+my ($discover_exporter, $discover_port) =
+  start_exporter($table, 'discover_exporter', '--auto-discover-databases', '--exclude-databases=template0,template1');
+sub discover_scrape
+{
+	my ($pattern) = @_;
+	return wait_for(sub {
+		my $r = $http->get("http://127.0.0.1:$discover_port/metrics");
+		return ($r->{success} && $r->{content} =~ $pattern) ? $r->{content} : undef;
+	}) // '';
+}
+$scrape = discover_scrape(qr/^fixed_window_metrics_readable\{datname="walled"/m);
+like($scrape, qr/^fixed_window_metrics_readable\{datname="walled"[^}]*\} 0$/m,
+	'a database whose schema the role may not use: fixed_window_metrics_readable 0, named');
+like($scrape, qr/^fixed_window_metrics_readable\{datname="postgres"[^}]*\} 1$/m, 'a database it reads: 1');
+unlike($scrape, qr/^fixed_window_metrics_readable\{datname="plain"/m, 'a database without the extension: no series');
+like($scrape, qr/^fixed_window_calls_total\{datname="postgres",name="e2e_api"[^}]*\} 3$/m,
+	'the readable database is scraped');
+unlike($scrape, qr/^pg_exporter_last_scrape_error(\{[^}]*\})? 1$/m,
+	'neither the database without the extension nor the one without the grant fails the scrape')
+  or diag(slurp_file("$tmp/discover_exporter.log"));
+$table->safe_psql('walled', q{GRANT USAGE ON SCHEMA fw TO fw_monitor});
+$scrape = discover_scrape(qr/^fixed_window_metrics_readable\{datname="walled"[^}]*\} 1$/m);
+like($scrape, qr/^fixed_window_calls_total\{datname="walled",name="walled_api"[^}]*\} 2$/m,
+	'once granted, its series, with the extension in a schema not on the search_path');
+like($scrape, qr/^fixed_window_table_rows\{datname="walled"[^}]*\} 1$/m, 'and its table backend');
+
+$discover_exporter->kill_kill;
 $table->stop;
 done_testing();

@@ -12,9 +12,9 @@ SET TimeZone = 'UTC';
 \set VERBOSITY terse
 SET fixed_window.debug_now = '2026-07-01 10:00:00+00';
 
--- The functions and views of the extension that PUBLIC may use: the
--- README's "Security" section lists these, and scripts/check_docs.sh checks
--- that it lists exactly these.
+-- The functions and views of the extension that PUBLIC may use: the same
+-- query in docs/admin.md ("What PUBLIC may call") prints them there, its
+-- output compared by the layer docs.
 SELECT p.oid::regprocedure AS public_function
 FROM pg_proc AS p
 JOIN pg_depend AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'

@@ -1,32 +1,18 @@
 #!/usr/bin/env python3
 """make test's layer "docs": every SQL and shell block of README.md and docs/,
 run in order, as written, on a throwaway cluster set up as the README says.
-
-A fenced block is run when its language is sql or sh:
+docs/testing.md ("The documents") states the rules; in short:
 
   ```sql                        ```sh
   -- as app                     # as root
   ...                           ...
 
-Its first line names who runs it: for SQL the database role, and the
-database after "in" (default app), as in "-- as postgres, in database
-postgres"; for a shell block the operating-system account (root or
-postgres), in a copy of the repository.  A block without that line is an
-error, so that no document leaves its reader guessing.  A block right after
-an HTML comment "<!-- illustration: why -->" is not run; the report counts
-those and says why.  A ```text block right after a block that ran is what the
-block prints, compared line by line (trailing spaces ignored; a line "..."
-stands for any number of lines).  A block whose shown output has an ERROR
-line must fail with it; any other block must succeed.
-
-README.md runs first, on a fresh cluster: its blocks install the extension
-and make the roles and the database that the guides build on.  Each guide of
-docs/ then runs on a copy of the cluster as README.md left it, so that
-guides do not depend on each other.  The cluster fixes the clock of the
-extension (fixed_window.debug_now in its postgresql.conf), so that what the
-documents show is what they print; docs/testing.md says what else the
-harness provides (a pg_ctlcluster that acts on this cluster, and a sudo
-that refuses: a Debian root shell has none).
+The first line names who runs the block: a database role (and the database
+after "in", default app), or an operating-system account (root, postgres).
+"<!-- illustration: why -->" on the line before a block: not run, counted.
+A ```text block right after a block that ran: what it prints, compared.
+README.md runs first; each guide then on a copy of the cluster as the README
+left it.
 
 Usage: run_docs.py [--list] [--readme FILE] [FILE...]   (default: README.md and docs/*.md)
 """
@@ -46,10 +32,17 @@ CLOCK = "2031-01-01 12:00:20+00"
 PORT = "5432"
 AS_ROOT = os.geteuid() == 0
 
-FENCE = re.compile(r"^( *)```([A-Za-z0-9_-]*)\s*$")
+FENCE = re.compile(r"^( *)(?:```|~~~)([A-Za-z0-9_+-]*)\s*$")
 ILLUSTRATION = re.compile(r"^ *<!-- illustration: (.+?) -->\s*$")
 SQL_AS = re.compile(r"^-- as ([a-z_][a-z0-9_]*)(?: \([^)]*\))?(?:,? in (?:database )?([a-z_][a-z0-9_]*))?\b")
 SH_AS = re.compile(r"^# as (root|postgres)\b")
+
+
+# What a block's language says: run (sql, sh), or shown only.  Anything else
+# (bash, psql, SQL, console, ...) is refused, so that no command escapes the
+# test by the name of its fence.
+RUN = ("sql", "sh")
+SHOWN = ("text", "", "ini", "yaml", "json", "python", "javascript", "conf")
 
 
 class Block:
@@ -79,7 +72,7 @@ def parse(path):
             continue
         indent, lang, start, body = len(m.group(1)), m.group(2), i + 1, []
         i += 1
-        while i < len(lines) and not lines[i].lstrip(" ").startswith("```"):
+        while i < len(lines) and not lines[i].lstrip(" ").startswith(("```", "~~~")):
             body.append(lines[i][indent:] if lines[i][:indent] == " " * indent else lines[i].lstrip(" "))
             i += 1
         i += 1
@@ -117,13 +110,16 @@ def matches(expected, actual):
 
 class Cluster:
     def __init__(self, work):
-        self.work, self.data = work, os.path.join(work, "data")
+        self.work, self.data, self.home = work, os.path.join(work, "data"), os.path.join(work, "home")
         self.env = dict(os.environ)
         self.env.update(PGHOST=work, PGPORT=PORT, LANG="C.UTF-8", LC_ALL="C.UTF-8",
                         PATH=f"{work}/bin:{PG_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         for var in ("PGUSER", "PGDATABASE", "PGOPTIONS", "PGSERVICE", "PGPASSWORD"):
             self.env.pop(var, None)
         self.env["FW_DOCS_DATA"] = self.data
+        # psql in a shell block stops at the first error (a script's errors
+        # would scroll past a reader; here they fail the block).
+        self.env["PSQLRC"] = os.path.join(work, "psqlrc")
         self.env["FW_DOCS_USER"] = RUN_USER if AS_ROOT else ""
 
     def as_user(self, argv):
@@ -155,6 +151,10 @@ class Cluster:
     def restore(self):
         self.stop()
         shutil.rmtree(self.data)
+        shutil.rmtree(self.home)        # and the account's home, as the README left it: empty
+        os.makedirs(self.home)
+        if AS_ROOT:
+            subprocess.run(["chown", RUN_USER, self.home], check=True)
         self.run(["cp", "-a", self.data + ".readme", self.data])
         self.start()
 
@@ -198,22 +198,36 @@ def run_argv(argv, text, env, cwd):
 def run_block(cluster, block, clone):
     """Run one block; return (ok, printed)."""
     first = block.text.split("\n", 1)[0]
+    shows_error = block.output is not None and re.search(r"^(psql:\S+ )?ERROR:", block.output, re.M)
+    if block.output is not None and not any(l.strip() not in ("", "...") for l in block.output.split("\n")):
+        return False, "the output shown is only \"...\": show what the block prints\n"
     if block.lang == "sql":
         m = SQL_AS.match(first)
         if not m:
             return False, "the block does not say who runs it (a first line \"-- as ROLE [in DATABASE]\")\n"
-        argv = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", m.group(1), "-d", m.group(2) or "app"]
+        if re.search(r"^\s*\\set\s+ON_ERROR_STOP", block.text, re.M | re.I):
+            return False, "the block sets ON_ERROR_STOP: the test decides it\n"
+        # As a reader pasting it into psql: a block that shows an error goes
+        # on after it, and what follows must be shown too; any other block
+        # stops at its first error, and fails.
+        stop = "0" if shows_error else "1"
+        argv = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=" + stop, "-U", m.group(1), "-d", m.group(2) or "app"]
         argv = cluster.as_user(argv)
     else:
         m = SH_AS.match(first)
         if not m:
             return False, "the block does not say who runs it (a first line \"# as root\" or \"# as postgres\")\n"
-        argv = ["bash", "-e", "-o", "pipefail"]
-        if m.group(1) == "postgres" and AS_ROOT:
-            argv = cluster.as_user(argv)
-    returncode, printed = run_argv(argv, block.text, cluster.env, clone)
-    shows_error = block.output is not None and re.search(r"^(psql:\S+ )?ERROR:", block.output, re.M)
-    ok = (returncode != 0) if shows_error else (returncode == 0)
+        argv, env = ["bash", "-e", "-o", "pipefail"], cluster.env
+        if m.group(1) == "postgres":
+            # su postgres: the directory kept, HOME the account's own (here a
+            # private one, where Debian's is /var/lib/postgresql)
+            env = dict(env, HOME=cluster.home)
+            if AS_ROOT:
+                argv = cluster.as_user(argv)
+        returncode, printed = run_argv(argv, block.text, env, clone)
+    if block.lang == "sql":
+        returncode, printed = run_argv(argv, block.text, cluster.env, clone)
+    ok = (returncode != 0) if shows_error and block.lang == "sh" else (returncode == 0)
     if ok and block.output is not None:
         ok = matches(block.output, printed)
     return ok, printed
@@ -252,19 +266,29 @@ def main():
     subprocess.run(f"tar -C '{ROOT}' --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' "
                    f"-cf - . | tar -C '{clone}' -xf -", shell=True, check=True,
                    preexec_fn=lambda: os.makedirs(clone))
+    # The clone stays root's, as a DBA's is: a block of postgres's may read it, not write in it.
+    with open(os.path.join(work, "psqlrc"), "w") as f:
+        f.write("\\set ON_ERROR_STOP on\n")
+    os.makedirs(os.path.join(work, "home"))
     if AS_ROOT:
-        subprocess.run(["chown", "-R", RUN_USER, work], check=True)
+        subprocess.run(["chown", RUN_USER, work, os.path.join(work, "home")], check=True)
     cluster = Cluster(work)
-    counts = {"run": 0, "marked": 0, "compared": 0}
+    counts = {"run": 0, "marked": 0, "compared": 0, "shown": 0}
     failures = []
     try:
         cluster.init()
         for f, blocks in docs:
             if f != readme:
                 cluster.restore()
-            ran = marked = 0
+            ran = marked = shown = 0
             for b in blocks:
-                if b.lang not in ("sql", "sh"):
+                if b.lang not in RUN + SHOWN:
+                    failures.append(b.where())
+                    print(f"FAILED  {b.where()}: a block in \"{b.lang}\": write sql or sh (run), or one of "
+                          f"{', '.join(l for l in SHOWN if l)} (shown)")
+                    continue
+                if b.lang not in RUN:
+                    shown += 1
                     continue
                 if b.marked:
                     marked += 1
@@ -281,7 +305,8 @@ def main():
                         print("  shown:\n" + "".join("    < " + l + "\n" for l in b.output.rstrip("\n").split("\n")))
             counts["run"] += ran
             counts["marked"] += marked
-            print(f"{os.path.relpath(f, ROOT)}: {ran} blocks run, {marked} marked as illustrations")
+            counts["shown"] += shown
+            print(f"{os.path.relpath(f, ROOT)}: {ran} blocks run, {marked} marked as illustrations, {shown} shown only")
             if f == readme:
                 cluster.save()
     finally:
@@ -292,7 +317,8 @@ def main():
         subprocess.run(["tail", "-n", "30", os.path.join(work, "server.log")]) if failures else None
         shutil.rmtree(work, ignore_errors=True)
     print(f"docs: {counts['run']} blocks run ({counts['compared']} outputs compared), "
-          f"{counts['marked']} marked as illustrations, {len(failures)} failed")
+          f"{counts['marked']} marked as illustrations, {counts['shown']} shown only (not sql or sh), "
+          f"{len(failures)} failed")
     return 1 if failures else 0
 
 

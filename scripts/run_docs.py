@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,10 +30,18 @@ PG_MAJOR = os.environ.get("FW_PG_MAJOR", "15")
 PG_BIN = os.environ.get("FW_PG_BIN", f"/usr/lib/postgresql/{PG_MAJOR}/bin")
 RUN_USER = os.environ.get("FW_RUN_USER", "postgres")
 CLOCK = "2031-01-01 12:00:20+00"
-PORT = "5432"
+
+
+def free_port():
+    """A TCP port of localhost that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
+
+
 AS_ROOT = os.geteuid() == 0
 
-FENCE = re.compile(r"^( *)(?:```|~~~)([A-Za-z0-9_+-]*)\s*$")
+FENCE = re.compile(r"^( *)(`{3,}|~{3,})\s*([^`\s]*)(.*)$")   # indent, fence, language, the rest
 ILLUSTRATION = re.compile(r"^ *<!-- illustration: (.+?) -->\s*$")
 SQL_AS = re.compile(r"^-- as ([a-z_][a-z0-9_]*)(?: \([^)]*\))?(?:,? in (?:database )?([a-z_][a-z0-9_]*))?\b")
 SH_AS = re.compile(r"^# as (root|postgres)\b")
@@ -70,9 +79,12 @@ def parse(path):
                 marked, prev = None, None
             i += 1
             continue
-        indent, lang, start, body = len(m.group(1)), m.group(2), i + 1, []
+        indent, fence, lang, start, body = len(m.group(1)), m.group(2), m.group(3), i + 1, []
+        if m.group(4).strip():
+            lang += " " + m.group(4).strip()     # an info string beyond the language: refused below
+        closing = re.compile(r"^ *" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
         i += 1
-        while i < len(lines) and not lines[i].lstrip(" ").startswith(("```", "~~~")):
+        while i < len(lines) and not closing.match(lines[i]):
             body.append(lines[i][indent:] if lines[i][:indent] == " " * indent else lines[i].lstrip(" "))
             i += 1
         i += 1
@@ -111,15 +123,14 @@ def matches(expected, actual):
 class Cluster:
     def __init__(self, work):
         self.work, self.data, self.home = work, os.path.join(work, "data"), os.path.join(work, "home")
+        self.port = free_port()
         self.env = dict(os.environ)
-        self.env.update(PGHOST=work, PGPORT=PORT, LANG="C.UTF-8", LC_ALL="C.UTF-8",
+        self.env.update(PGHOST=work, PGPORT=self.port, LANG="C.UTF-8", LC_ALL="C.UTF-8",
                         PATH=f"{work}/bin:{PG_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         for var in ("PGUSER", "PGDATABASE", "PGOPTIONS", "PGSERVICE", "PGPASSWORD"):
             self.env.pop(var, None)
         self.env["FW_DOCS_DATA"] = self.data
-        # psql in a shell block stops at the first error (a script's errors
-        # would scroll past a reader; here they fail the block).
-        self.env["PSQLRC"] = os.path.join(work, "psqlrc")
+        self.env["FW_DOCS_PSQL"] = os.path.join(PG_BIN, "psql")
         self.env["FW_DOCS_USER"] = RUN_USER if AS_ROOT else ""
 
     def as_user(self, argv):
@@ -129,9 +140,12 @@ class Cluster:
         return subprocess.run(self.as_user(argv), env=self.env, check=True, stdout=subprocess.DEVNULL, **kw)
 
     def init(self):
-        self.run(["initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync"])
+        # Local connections trusted (a block connects as the role it names);
+        # TCP ones as Debian's, by password (scram-sha-256).
+        self.run(["initdb", "-D", self.data, "--auth-local=trust", "--auth-host=scram-sha-256",
+                  "-U", "postgres", "--no-sync"])
         with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
-            conf.write(f"listen_addresses = ''\nunix_socket_directories = '{self.work}'\nport = {PORT}\n"
+            conf.write(f"listen_addresses = 'localhost'\nunix_socket_directories = '{self.work}'\nport = {self.port}\n"
                        f"fsync = off\nfixed_window.debug_now = '{CLOCK}'\n")
         self.start()
 
@@ -146,6 +160,13 @@ class Cluster:
     # server account's, which copytree does not keep.
     def save(self):
         self.stop()
+        # A copied data directory is another database to the saved
+        # shared-memory counters (its PG_VERSION file is another file), which
+        # are then dropped, or kept when the copy happens to reuse the file's
+        # inode: so that every guide starts alike, none is saved.
+        saved = os.path.join(self.data, "pg_stat", "fixed_window.stat")
+        if os.path.exists(saved):
+            os.unlink(saved)
         self.run(["cp", "-a", self.data, self.data + ".readme"])     # as the server's account
 
     def restore(self):
@@ -164,6 +185,11 @@ SUDO = r"""#!/bin/bash
 # block says the account that runs it, so a block must not need it.
 echo "sudo: a root shell on Debian has no sudo; write the command as root runs it, and say \"sudo\" in the text" >&2
 exit 127
+"""
+PSQL = r"""#!/bin/bash
+# psql in the documents' shell blocks stops at its first error, and fails the
+# block (-X or not): a script's errors would scroll past a reader.
+exec "$FW_DOCS_PSQL" -v ON_ERROR_STOP=1 "$@"
 """
 PG_CTLCLUSTER = r"""#!/bin/bash
 # The documents' pg_ctlcluster VERSION main ACTION, in the docs test: acts on
@@ -205,18 +231,22 @@ def run_block(cluster, block, clone):
         m = SQL_AS.match(first)
         if not m:
             return False, "the block does not say who runs it (a first line \"-- as ROLE [in DATABASE]\")\n"
-        if re.search(r"^\s*\\set\s+ON_ERROR_STOP", block.text, re.M | re.I):
-            return False, "the block sets ON_ERROR_STOP: the test decides it\n"
+        if re.search(r"ON_ERROR_STOP", block.text, re.I):
+            return False, "the block names ON_ERROR_STOP: the test decides it\n"
+        if re.search(r"^\s*\\(if|elif|else|endif|c|connect|i|ir|include)\b", block.text, re.M):
+            return False, "the block uses \\if, \\c or \\i: a block is one session of its role, all of it shown\n"
         # As a reader pasting it into psql: a block that shows an error goes
         # on after it, and what follows must be shown too; any other block
         # stops at its first error, and fails.
         stop = "0" if shows_error else "1"
-        argv = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=" + stop, "-U", m.group(1), "-d", m.group(2) or "app"]
+        argv = [os.path.join(PG_BIN, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=" + stop, "-U", m.group(1), "-d", m.group(2) or "app"]
         argv = cluster.as_user(argv)
     else:
         m = SH_AS.match(first)
         if not m:
             return False, "the block does not say who runs it (a first line \"# as root\" or \"# as postgres\")\n"
+        if shows_error:
+            return False, "a shell block shows an ERROR: show errors in sql blocks, which go on after them\n"
         argv, env = ["bash", "-e", "-o", "pipefail"], cluster.env
         if m.group(1) == "postgres":
             # su postgres: the directory kept, HOME the account's own (here a
@@ -227,9 +257,14 @@ def run_block(cluster, block, clone):
         returncode, printed = run_argv(argv, block.text, env, clone)
     if block.lang == "sql":
         returncode, printed = run_argv(argv, block.text, cluster.env, clone)
-    ok = (returncode != 0) if shows_error and block.lang == "sh" else (returncode == 0)
+    ok = returncode == 0
     if ok and block.output is not None:
         ok = matches(block.output, printed)
+    if ok and shows_error:
+        # as many errors printed as shown: "..." may stand for rows, never for an error
+        errors = lambda text: len(re.findall(r"^(?:psql:\S+ )?ERROR:", text, re.M))
+        if errors(printed) != errors(block.output):
+            ok = False
     return ok, printed
 
 
@@ -258,7 +293,7 @@ def main():
     work = tempfile.mkdtemp(prefix="fixed_window_docs.")
     os.chmod(work, 0o755)
     os.makedirs(os.path.join(work, "bin"))
-    for name, text in (("sudo", SUDO), ("pg_ctlcluster", PG_CTLCLUSTER)):
+    for name, text in (("sudo", SUDO), ("pg_ctlcluster", PG_CTLCLUSTER), ("psql", PSQL)):
         with open(os.path.join(work, "bin", name), "w") as f:
             f.write(text)
         os.chmod(os.path.join(work, "bin", name), 0o755)
@@ -267,8 +302,6 @@ def main():
                    f"-cf - . | tar -C '{clone}' -xf -", shell=True, check=True,
                    preexec_fn=lambda: os.makedirs(clone))
     # The clone stays root's, as a DBA's is: a block of postgres's may read it, not write in it.
-    with open(os.path.join(work, "psqlrc"), "w") as f:
-        f.write("\\set ON_ERROR_STOP on\n")
     os.makedirs(os.path.join(work, "home"))
     if AS_ROOT:
         subprocess.run(["chown", RUN_USER, work, os.path.join(work, "home")], check=True)

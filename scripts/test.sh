@@ -22,6 +22,11 @@
 #               (scripts/run_docs.py), and every link between them resolves
 #   deb         the Debian package: built (its build runs make installcheck),
 #               installed, and called on a fresh cluster; as root only
+#   pg17, pg18  in a Debian chroot of that PostgreSQL (scripts/pg_chroot.sh,
+#               cached), with the strict flags: unit, the regress and
+#               isolation suites on the three storages, the TAP suites, and
+#               the router's (those that name plproxy) where the suite
+#               packages PL/Proxy; as root only
 #
 # "bash scripts/test.sh regress tap" runs the layers named, in this order.
 #
@@ -37,10 +42,23 @@
 source "$(dirname "$0")/lib.sh"
 
 export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
-fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter pgbouncer
-fw_node_packages
-make -C "$FW_ROOT" -s clean >/dev/null
-fw_build_install
+# In a chroot of scripts/pg_chroot.sh (FW_CHROOT is its major), the packages
+# are those the chroot was made with: nothing is installed.  When only the
+# chroots' layers are asked, nothing is built or installed on this machine.
+host=no
+for arg in "${@:-all}"; do case $arg in pg17 | pg18) ;; *) host=yes ;; esac; done
+if [ "$host" = no ]; then
+    :
+elif [ -z "${FW_CHROOT:-}" ]; then
+    fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter pgbouncer
+    fw_node_packages
+else
+    fw_log "in the chroot of PostgreSQL $FW_CHROOT: $(pg_config --version), set up in ${FW_CHROOT_SETUP:-?}"
+fi
+if [ "$host" = yes ]; then
+    make -C "$FW_ROOT" -s clean >/dev/null
+    fw_build_install
+fi
 
 work=$(fw_private_dir)
 trap 'rm -rf "$work"' EXIT
@@ -79,7 +97,18 @@ layer regress-dsm test-regress-dsm
 layer isolation test-isolation
 layer isolation-table test-isolation-table
 layer isolation-dsm test-isolation-dsm
-layer tap test-tap
+if [ -z "${FW_CHROOT:-}" ]; then
+    layer tap test-tap
+else
+    # The TAP suites that name PL/Proxy (the router's) are a layer of their
+    # own in a chroot, run only where the suite packages PL/Proxy.
+    layer tap test-tap PROVE_TESTS="$(cd "$work" && grep -L plproxy test/t/*.pl | tr '\n' ' ')"
+    if [ -f "$("$FW_PG_BIN/pg_config" --pkglibdir)/plproxy.so" ]; then
+        layer router test-tap PROVE_TESTS="$(cd "$work" && grep -l plproxy test/t/*.pl | tr '\n' ' ')"
+    elif wanted router; then
+        fw_log "router: skipped, postgresql-$FW_PG_MAJOR-plproxy is not packaged in this chroot's suite"
+    fi
+fi
 layer tap-dsm test-tap-dsm
 layer monitoring test-monitoring
 layer service test-service
@@ -88,6 +117,12 @@ layer pgbouncer test-pgbouncer
 wanted docs && run_layer docs env FW_PG_BIN="$FW_PG_BIN" \
     bash -c 'bash "$1/scripts/check_docs.sh" && python3 "$1/scripts/run_docs.py"' sh "$FW_ROOT"
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
+# Each in its chroot, running this script there on the layers named.
+chroot_layers="unit regress regress-dsm regress-table isolation isolation-dsm isolation-table tap router tap-dsm"
+for major in 17 18; do
+    wanted "pg$major" && [ -z "${FW_CHROOT:-}" ] && run_layer "pg$major" bash "$FW_ROOT/scripts/pg_chroot.sh" "$major" \
+        bash scripts/test.sh $chroot_layers
+done
 
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"
 echo "layers: $passed passed, $failed failed"

@@ -199,7 +199,9 @@ like($fresh, qr/^extension fixed_window \Q$default\E in schema public/, 'the lis
 my $count = () = $fresh =~ /^(?:function|type|table|view) /mg;
 cmp_ok($count, '>=', 19, "the listing has $count member objects");
 like($fresh, qr/^function fw_displayable\(timestamp with time zone\)$/m, 'including the function 1.0.1 added');
-like($fresh, qr/HAVING sum\(s\.calls\) > 0::numeric/, 'and the 1.0.1 definition of fw_stats');
+# PostgreSQL 17 prints the view's columns unqualified, 15 as s.calls
+# (docs/testing.md, "Other PostgreSQL versions").
+like($fresh, qr/HAVING sum\((?:s\.)?calls\) > 0::numeric/, 'and the 1.0.1 definition of fw_stats');
 like($fresh, qr/^function fw_define\(text,integer,interval,timestamp with time zone,integer,boolean,text\)$/m,
 	'and the 1.1 objects: fw_define');
 like($fresh, qr/^function fw_headers\(text,fw_window_result\[\]\)$/m, 'and the 1.2 objects: fw_headers');

@@ -2,9 +2,11 @@
  *
  * compat.h
  *	  The differences between the PostgreSQL versions fixed_window is
- *	  written for (14 to 17), and the one between platforms it needs, in
- *	  one place, so that the code itself reads as one version.  Only 15 is built and tested on this project's
- *	  machines; the other branches are written from each release's headers.
+ *	  written for (14 to 18), and the one between platforms it needs, in
+ *	  one place, so that the code itself reads as one version.  15, 17 and
+ *	  18 are built on this project's machines (17 and 18 in chroots of
+ *	  Debian trixie and sid); 14 and 16 are written from each release's
+ *	  headers.
  *	  14 is the oldest: the extension's scripts use SQL-standard function
  *	  bodies (RETURN, BEGIN ATOMIC), which 14 introduced.  FW_MIN_PG_VERSION
  *	  is checked against META.json, debian/pgversions and the README by
@@ -23,6 +25,7 @@
 #error "fixed_window needs PostgreSQL 14 or later"
 #endif
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "executor/executor.h"
 #include "fmgr.h"
@@ -34,6 +37,16 @@
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
 #include "utils/tuplestore.h"
+
+/*
+ * A function that never returns: 18 replaced pg_attribute_noreturn() (GCC's
+ * attribute, which may follow the parameters) with pg_noreturn (C11's
+ * _Noreturn, which goes before the return type).  Before 18, pg_noreturn is
+ * the attribute, which GCC accepts there too; write it first, as 18 does.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
+#endif
 
 /* _PG_init is declared by fmgr.h from 16 on. */
 #if PG_VERSION_NUM < 160000
@@ -154,6 +167,22 @@ fwcompat_heap_update(Relation rel, ItemPointer otid, HeapTuple tuple)
 #else
 	simple_heap_update(rel, otid, tuple);
 	return HeapTupleIsHeapOnly(tuple) ? FW_INDEXES_NONE : FW_INDEXES_ALL;
+#endif
+}
+
+/*
+ * Begin a scan of a table by one of its indexes.  18 takes a place to count
+ * the scan's index searches in (for EXPLAIN ANALYZE), as its fourth
+ * argument; none here.
+ */
+static inline IndexScanDesc
+fwcompat_index_beginscan(Relation heap, Relation index, Snapshot snapshot, int nkeys,
+						 int norderbys)
+{
+#if PG_VERSION_NUM >= 180000
+	return index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys);
+#else
+	return index_beginscan(heap, index, snapshot, nkeys, norderbys);
 #endif
 }
 

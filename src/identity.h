@@ -16,6 +16,7 @@
 
 #include "datatype/timestamp.h"
 
+#include "compat.h"
 #include "window.h"
 
 /* Longest limit name and key, in bytes; the same for every storage. */
@@ -96,5 +97,5 @@ extern void fwidentity_define_limit(FwLimit *limit, int32 rate, const Interval *
 extern void fwidentity_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
 								  bool within_capacity);
 extern void fwidentity_limit_check_now(const FwLimit *limit, bool phase, int64 now);
-extern void fwidentity_window_range_error(void) pg_attribute_noreturn();
+pg_noreturn extern void fwidentity_window_range_error(void);
 #endif							/* FW_IDENTITY_H */

@@ -185,7 +185,7 @@ fwpolicy_invalidate(Datum arg, Oid relid)
 		fw_policy_generation++;
 }
 
-static void pg_attribute_noreturn()
+pg_noreturn static void
 fwpolicy_reinstall_error(const char *relname)
 {
 	ereport(ERROR,

@@ -144,7 +144,7 @@ fwsegment_registry_init(void *ptr)
 }
 
 /* Shared memory made by a library of another layout is not ours to use. */
-static void pg_attribute_noreturn()
+pg_noreturn static void
 fwsegment_other_version_error(void)
 {
 	ereport(ERROR,

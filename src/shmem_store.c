@@ -2192,7 +2192,7 @@ fwshmem_resize_fits(uint32 nslots, uint32 total, const uint32 *databases, const 
 }
 
 /* A resize refused: say why, the table's locks released. */
-static void pg_attribute_noreturn()
+pg_noreturn static void
 fwshmem_resize_refused(uint32 nslots, uint32 old_nslots, const FwResizeRefusal *refusal)
 {
 	const char *name;

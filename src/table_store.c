@@ -193,7 +193,7 @@ fwtable_reinstall_error(void)
 
 
 /* The extension is not there: never installed, or dropped just now. */
-static void pg_attribute_noreturn()
+pg_noreturn static void
 fwtable_missing_extension_error(bool dropped)
 {
 	ereport(ERROR,
@@ -367,7 +367,7 @@ static bool
 fwtable_fetch(Relation rel, Relation index, FwRowKey *rk, Snapshot snapshot,
 			  TupleTableSlot *slot)
 {
-	IndexScanDesc scan = index_beginscan(rel, index, snapshot, rk->nkeys, 0);
+	IndexScanDesc scan = fwcompat_index_beginscan(rel, index, snapshot, rk->nkeys, 0);
 	bool		found;
 
 	index_rescan(scan, rk->scankeys, rk->nkeys, NULL, 0);

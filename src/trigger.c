@@ -46,7 +46,7 @@ PG_FUNCTION_INFO_V1(fw_trigger);
 
 #define FW_UNIX_EPOCH	(-INT64CONST(946684800000000))	/* fw_limit's default start */
 
-static void pg_attribute_noreturn()
+pg_noreturn static void
 fwtrigger_arg_error(TriggerData *trigdata, const char *what, const char *value,
 					const char *detail, const char *hint)
 {

@@ -118,8 +118,16 @@ oldest() {
 }
 oldest "META.json's prereq" "$(sed -n 's/.*"PostgreSQL"[[:space:]]*:[[:space:]]*"\([0-9]*\)\..*/\1/p' META.json)"
 oldest "debian/pgversions' first version" "$(grep -v '^#' debian/pgversions | head -n 1)"
-oldest "README.md's \"written for PostgreSQL N to 17\"" \
+oldest "README.md's \"written for PostgreSQL N to M\"" \
     "$(sed -n 's/.*written for PostgreSQL \([0-9]*\) to [0-9]*.*/\1/p' README.md | head -n 1)"
+# The versions built and tested: the host's and those of test.sh's chroot
+# layers, as the README's first line says them.
+tested=$( { echo 15; sed -n 's/^#   \(pg[0-9]*\(, pg[0-9]*\)*\)  .*/\1/p' scripts/test.sh | grep -o '[0-9]\+'; } | sort -n | paste -sd' ')
+said=$(sed -n 's/^Built and tested on PostgreSQL \([0-9, and]*\);.*/\1/p' README.md | head -n 1 | grep -o '[0-9]\+' | sort -n | paste -sd' ')
+if [ "$tested" != "$said" ]; then
+    echo "PostgreSQL versions: README.md says built and tested on \"$said\", make test tests \"$tested\"" >&2
+    status=1
+fi
 # (a body of the SQL standard starts a line; PL/pgSQL's RETURN is indented)
 if [ "${min:-0}" -lt 14 ] && grep -lE '^(RETURN |BEGIN ATOMIC)' sql/fixed_window*--*.sql* 2>/dev/null; then
     echo "the scripts above use SQL-standard function bodies, which need PostgreSQL 14; FW_MIN_PG_VERSION is $min" >&2

@@ -179,8 +179,14 @@ test-deb:
 # counters where the suite wants them: in shared memory (on a server that
 # does not preload the library, dynamic shared memory, created by the first
 # call), or in the table.  So they run on any server.
-installcheck: installcheck-regress installcheck-regress-table \
-	installcheck-isolation installcheck-isolation-table installcheck-tap
+# The suites share their databases, so they run one after another, also
+# under make -j (trixie's dpkg-buildpackage runs make in parallel).
+installcheck:
+	$(MAKE) -f $(firstword $(MAKEFILE_LIST)) installcheck-regress
+	$(MAKE) -f $(firstword $(MAKEFILE_LIST)) installcheck-regress-table
+	$(MAKE) -f $(firstword $(MAKEFILE_LIST)) installcheck-isolation
+	$(MAKE) -f $(firstword $(MAKEFILE_LIST)) installcheck-isolation-table
+	$(MAKE) -f $(firstword $(MAKEFILE_LIST)) installcheck-tap
 regress_db = bash $(srcdir)/scripts/regress_db.sh '$(bindir)/psql'
 installcheck-regress:
 	$(regress_db) $(CONTRIB_TESTDB) shmem
@@ -235,7 +241,7 @@ all:
 	@false
 endif
 
-.PHONY: test demo bench unit check-layers check-version check-docs test-docs dist installcheck \
+.PHONY: test demo bench bench-versions unit check-layers check-version check-docs test-docs dist installcheck \
 	test-regress test-regress-table test-isolation test-isolation-table test-tap test-monitoring test-service test-pgbouncer test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap
@@ -247,3 +253,6 @@ demo:
 	bash scripts/demo.sh
 bench:
 	bash bench/run.sh
+	bash bench/versions.sh
+bench-versions:
+	bash bench/versions.sh

@@ -28,6 +28,7 @@
 # are interleaved so that a slow moment of the machine does not land on one
 # row.  Ratios compare rows of this run only.
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$FW_ROOT/bench/rows.sh"
 
 RUNS=${BENCH_RUNS:-3}
 SECONDS_PER_RUN=${BENCH_SECONDS:-2}
@@ -36,7 +37,7 @@ REDIS_PORT=${BENCH_REDIS_PORT:-6399}
 KEYS=10000
 
 fw_base_packages redis-server redis-tools "postgresql-$FW_PG_MAJOR-plproxy"
-fw_build_install
+bench_build_install
 
 dir=$(fw_private_dir)
 cleanup() {
@@ -63,14 +64,7 @@ fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
 fw_cluster_start "$aged" "${preloaded[@]}"
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
 fw_cluster_start "$dir" "${preloaded[@]}"
-fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" \
-    -c "SELECT fw_define('policy1', 1000000000, '1 hour')" \
-    -c "SELECT fw_define('policy2', 1000000000, '1 hour'), fw_define('policy2', 1000000000, '1 minute')" >/dev/null
-# The table backend's rows run in a database of their own, whose calls keep
-# counters in the table: storage is chosen for a database, not a session.
-fw_as_user psql -X -q -c "CREATE DATABASE bench_table" \
-    -c "ALTER DATABASE bench_table SET fixed_window.storage = 'table'" >/dev/null
-fw_as_user psql -X -q -d bench_table -c "CREATE EXTENSION fixed_window" >/dev/null
+bench_prepare
 # A policy with 200,000 overrides, one for every key the pgbench rows use and
 # more (written straight into fw_override, as a restore would).
 OVERRIDES=200000
@@ -119,59 +113,8 @@ fw_log "aging the table of the third server"
 age_table
 
 scripts=$dir/scripts
-mkdir -p "$scripts"
-write_script() { printf '%s\n' "$2" >"$scripts/$1.sql"; }
-write_script select1 'SELECT 1;'
-write_script param "\\set k random(1, $KEYS)
-SELECT :k::text;"
-# The floors the goals of issue 22 name: a function returning a row for a
-# key, and a key parameter's test.
-write_script upper_row "\\set k random(1, $KEYS)
-SELECT * FROM upper(:k::text);"
-write_script is_not_null "\\set k random(1, $KEYS)
-SELECT (:k::text) IS NOT NULL;"
-# fw_limit answers as the recipe and Redis do, with the decision alone; one
-# row shows the cost of all four columns through SELECT * FROM.
-for storage in shmem table; do
-    write_script "${storage}_random" "\\set k random(1, $KEYS)
-SELECT (fw_limit('bench', :k::text, 1000000000, '1 hour')).ok;"
-    write_script "${storage}_hot" "SELECT (fw_limit('bench', 'hot', 1000000000, '1 hour')).ok;"
-done
-# Named policies, on shared memory: the same call as shmem_random through a
-# policy of one window (the same rate and period), and of two windows.
-write_script policy_one "\\set k random(1, $KEYS)
-SELECT (fw_limit('policy1', :k::text)).ok;"
-write_script policy_two "\\set k random(1, $KEYS)
-SELECT (fw_limit('policy2', :k::text)).ok;"
-write_script policy_many "\\set k random(1, $KEYS)
-SELECT (fw_limit('many', :k::text)).ok;"
-# Through the router: the same call as shmem_random, and the same hop with
-# SELECT 1 on the shard in place of fw_limit.
-write_script router_random "\\set k random(1, $KEYS)
-SELECT (fw_limit('bench', :k::text, 1000000000, '1 hour')).ok;"
-write_script router_select1 "\\set k random(1, $KEYS)
-SELECT fw_route_ping('bench', :k::text);"
-# The router's hop alone, without its fault handling (a PL/pgSQL exception
-# block, that is a subtransaction, around each call).
-write_script router_unguarded "\\set k random(1, $KEYS)
-SELECT (fw_route_limit('bench', :k::text, 1000000000, '1 hour', '1970-01-01 00:00:00+00', 1, NULL)).ok;"
-write_script shmem_random_row "\\set k random(1, $KEYS)
-SELECT * FROM fw_limit('bench', :k::text, 1000000000, '1 hour');"
-write_script recipe_random "\\set k random(1, $KEYS)
-SELECT recipe_limit('bench', :k::text, 1000000000, '1 hour');"
-write_script recipe_hot "SELECT recipe_limit('bench', 'hot', 1000000000, '1 hour');"
-write_script bulk_hashtext "SELECT count(*) FROM generate_series(1, 1000000) g WHERE hashtext((g % 100000)::text) <> 0;"
-# the same keys in an order that takes each call's slot far from the last
-# one's (7919 is prime to 100,000): the fresh table's keys were first called
-# in the order of g, and took slots in that order
-write_script bulk_scattered "SELECT count(*) FROM generate_series(1, 1000000) g WHERE (fw_limit('bulk', ((g % 100000) * 7919 % 100000)::text, 1000000, '1 hour')).ok;"
-for storage in shmem table; do
-    write_script "bulk_$storage" "SELECT count(*) FROM generate_series(1, 1000000) g WHERE (fw_limit('bulk', (g % 100000)::text, 1000000, '1 hour')).ok;"
-done
-[ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$scripts"
+bench_write_scripts "$scripts"
 
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 # TPS of one row with a number of clients.
 tps() {
@@ -425,40 +368,6 @@ table_stats=$(fw_as_user psql -X -q -At -F " " -c "VACUUM fw_counter" \
     -c "SELECT pg_total_relation_size('fw_counter'), count(*) FROM fw_counter")
 read -r table_bytes table_rows <<<"$table_stats"
 
-label() {
-    case $1 in
-        select1) echo '`SELECT 1` (the floor)' ;;
-        param) echo 'the floor with a random key parameter: `SELECT :k::text`' ;;
-        upper_row) echo 'a function'"'"'s row for a random key: `SELECT * FROM upper(:k::text)`' ;;
-        is_not_null) echo 'a random key parameter tested: `SELECT (:k::text) IS NOT NULL`' ;;
-        aged_random) echo 'fw_limit, shared memory, aged table, 10,000 random keys' ;;
-        aged_random_row) echo 'the same, aged table, all four columns' ;;
-        aged_hot) echo 'fw_limit, shared memory, aged table, one hot key' ;;
-        bulk_aged) echo 'fw_limit, shared memory, aged table' ;;
-        shmem_random) echo 'fw_limit, shared memory, 10,000 random keys' ;;
-        policy_one) echo 'named fw_limit, one-window policy, shared memory, 10,000 random keys' ;;
-        policy_two) echo 'named fw_limit, two-window policy, shared memory, 10,000 random keys' ;;
-        policy_many) echo 'named fw_limit, one-window policy with 200,000 overrides (one per key), shared memory, 10,000 random keys (each connection of the run reads a key'"'"'s overrides at its first call)' ;;
-        router_random) echo 'fw_limit through the router (PL/Proxy, one shard), 10,000 random keys' ;;
-        router_unguarded) echo 'the same without the router'"'"'s fault handling (`fw_route_limit`)' ;;
-        router_select1) echo '`SELECT 1` on the shard through the same router' ;;
-        shmem_random_row) echo 'the same, all four columns: `SELECT * FROM fw_limit(...)`' ;;
-        shmem_hot) echo 'fw_limit, shared memory, one hot key' ;;
-        dyn_random) echo 'fw_limit, dynamic shared memory without preload, 10,000 random keys' ;;
-        dyn_hot) echo 'fw_limit, dynamic shared memory without preload, one hot key' ;;
-        bulk_dyn) echo 'fw_limit, dynamic shared memory without preload' ;;
-        table_random) echo 'fw_limit, table, 10,000 random keys' ;;
-        table_hot) echo 'fw_limit, table, one hot key' ;;
-        recipe_random) echo 'PL/pgSQL recipe, 10,000 random keys' ;;
-        recipe_hot) echo 'PL/pgSQL recipe, one hot key' ;;
-        redis_random) echo 'Redis + Lua (redis-benchmark), 10,000 random keys' ;;
-        redis_hot) echo 'Redis + Lua (redis-benchmark), one hot key' ;;
-        bulk_hashtext) echo '`hashtext()` in place of fw_limit' ;;
-        bulk_shmem) echo 'fw_limit, shared memory' ;;
-        bulk_scattered) echo 'fw_limit, shared memory, the same keys in scattered order (each slot far from the last)' ;;
-        bulk_table) echo 'fw_limit, table' ;;
-    esac
-}
 
 # ratio_table TITLE "LABEL|ROW|BASE"...: each ROW's TPS and its ratio to BASE.
 ratio_table() {

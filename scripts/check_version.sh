@@ -121,11 +121,24 @@ oldest "debian/pgversions' first version" "$(grep -v '^#' debian/pgversions | he
 oldest "README.md's \"written for PostgreSQL N to M\"" \
     "$(sed -n 's/.*written for PostgreSQL \([0-9]*\) to [0-9]*.*/\1/p' README.md | head -n 1)"
 # The versions built and tested: the host's and those of test.sh's chroot
-# layers, as the README's first line says them.
-tested=$( { echo 15; sed -n 's/^#   \(pg[0-9]*\(, pg[0-9]*\)*\)  .*/\1/p' scripts/test.sh | grep -o '[0-9]\+'; } | sort -n | paste -sd' ')
+# layers (scripts/pg_chroot.sh's list), as the README's first line says them.
+source scripts/pg_chroot.sh
+tested=$( { echo "$FW_PG_MAJOR"; fw_chroot_majors; } | sort -n | paste -sd' ')
 said=$(sed -n 's/^Built and tested on PostgreSQL \([0-9, and]*\);.*/\1/p' README.md | head -n 1 | grep -o '[0-9]\+' | sort -n | paste -sd' ')
 if [ "$tested" != "$said" ]; then
     echo "PostgreSQL versions: README.md says built and tested on \"$said\", make test tests \"$tested\"" >&2
+    status=1
+fi
+# Each tested version is one the package is built for (pg_buildext builds
+# for those of debian/pgversions that the machine supports, and no package
+# at all otherwise), and the newest tested is the newest written for.
+for v in $tested; do
+    grep -qx "$v" debian/pgversions ||
+        { echo "PostgreSQL $v is tested, but debian/pgversions leaves it out" >&2; status=1; }
+done
+newest=$(sed -n 's/.*written for PostgreSQL [0-9]* to \([0-9]*\).*/\1/p' README.md | head -n 1)
+if [ "$newest" != "${tested##* }" ] || [ "$(grep -v '^#' debian/pgversions | tail -n 1)" != "${tested##* }" ]; then
+    echo "PostgreSQL versions: the newest tested is ${tested##* }; README.md's \"written for PostgreSQL N to M\" says $newest, debian/pgversions $(grep -v '^#' debian/pgversions | tail -n 1)" >&2
     status=1
 fi
 # (a body of the SQL standard starts a line; PL/pgSQL's RETURN is indented)

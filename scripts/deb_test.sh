@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # make test-deb: build the Debian package with dpkg-buildpackage (whose
 # build-time test is make installcheck on a preloading throwaway cluster),
-# install the .deb, and call the extension on a fresh cluster.
+# install the .deb, call the extension on a fresh cluster, and run the
+# package's autopkgtest (debian/tests) on this machine (autopkgtest's null
+# testbed), as Debian's CI would.  debian/control is made for the PostgreSQL
+# versions this machine supports (pg_buildext updatecontrol), so that the
+# same tree builds postgresql-17-fixed-window in a chroot of trixie
+# (scripts/pg_chroot.sh).
 #
 # Installing a package needs root: other users are told so and skipped.
 # The package is removed afterwards and "make install" puts back the files
@@ -12,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "test-deb: skipped, installing the package needs root"
     exit 0
 fi
-fw_packages dpkg-dev fakeroot debhelper "postgresql-server-dev-all" postgresql-all libipc-run-perl
+fw_packages build-essential dpkg-dev fakeroot debhelper "postgresql-server-dev-all" postgresql-all libipc-run-perl autopkgtest
 
 version=$(dpkg-parsechangelog -l "$FW_ROOT/debian/changelog" -S Version)
 extversion=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$FW_ROOT/fixed_window.control")
@@ -36,6 +41,7 @@ tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.b
     --exclude='*.zip' --exclude="sql/fixed_window--$extversion.sql" -cf - . | tar -C "$src" -xf -
 chown -R "$FW_RUN_USER" "$work"
 fw_as_user make -C "$src" -s clean >/dev/null 2>&1 || true    # what make builds, built anew
+(cd "$src" && fw_as_user pg_buildext updatecontrol >/dev/null)
 fw_log "dpkg-buildpackage -us -uc (log: $work/build.log)"
 if ! (cd "$src" && fw_as_user dpkg-buildpackage -us -uc >"$work/build.log" 2>&1); then
     tail -n 80 "$work/build.log"
@@ -99,3 +105,29 @@ if [ "$got" != "$want" ]; then
     exit 1
 fi
 echo "test-deb: $(basename "$deb") built, installed and answering"
+
+# The autopkgtest installs the package and its tests' dependencies, as root,
+# then runs debian/tests/installcheck against the installed files as an
+# ordinary account, as Debian's CI does where the testbed has one: so
+# make installcheck runs the TAP suites too.
+fw_log "autopkgtest of $(basename "$deb") (log: $work/autopkgtest/log)"
+if ! autopkgtest --output-dir="$work/autopkgtest" --user="$FW_RUN_USER" --no-built-binaries "$deb" \
+    "$work/postgresql-fixed-window_${version}.dsc" -- null >"$work/autopkgtest.out" 2>&1; then
+    tail -n 60 "$work/autopkgtest.out"
+    echo "test-deb: the autopkgtest failed" >&2
+    exit 1
+fi
+cat "$work/autopkgtest/summary"
+# It ran the five suites of make installcheck (regress and isolation, on
+# shared memory and on the table, then TAP) against the installed package.
+# (pg_regress says "All N tests passed", as "# All ..." since 16; newer
+# autopkgtests put the seconds before each line of the log)
+suites=$(grep -cE 'All [0-9]+ tests passed' "$work/autopkgtest/log" || true)
+tap=$(grep -oE 'Files=[0-9]+, Tests=[0-9]+' "$work/autopkgtest/log" | tail -n 1)
+if [ "$suites" -ne 4 ] || [ -z "$tap" ] || ! grep -q 'Result: PASS' "$work/autopkgtest/log"; then
+    grep -E 'tests (passed|failed)|installcheck|Files=|Result:' "$work/autopkgtest/log" >&2 || true
+    echo "test-deb: the autopkgtest ran $suites of make installcheck's 4 pg_regress suites, and TAP: ${tap:-not run}" >&2
+    exit 1
+fi
+echo "test-deb: the autopkgtest of $(basename "$deb") passed against the installed package:" \
+    "$(grep -oE 'All [0-9]+ tests passed' "$work/autopkgtest/log" | awk '{n += $2} END {print n}') tests in 4 pg_regress suites, TAP $tap"

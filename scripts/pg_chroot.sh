@@ -1,35 +1,51 @@
 #!/usr/bin/env bash
 # scripts/pg_chroot.sh MAJOR CMD...: run CMD, as root, inside a Debian chroot
-# that holds PostgreSQL MAJOR (17: trixie, 18: sid), with this tree copied to
-# /fw/fixed_window and owned by the chroot's postgres account.  As root only.
+# that holds PostgreSQL MAJOR (FW_CHROOT_SUITES: 17 in trixie, 18 in sid),
+# with this tree copied to /fw/fixed_window and owned by the chroot's
+# postgres account.  As root only.
 #
 # The chroot is made once with mmdebstrap (--variant=apt: postgresql-MAJOR,
-# its server headers, make, gcc, perl, libipc-run-perl, python3, and
-# postgresql-MAJOR-plproxy when the suite has it; no cluster is made) and
+# its server headers, make, gcc, perl, libipc-run-perl, python3, what
+# building and testing the Debian package takes (debhelper, postgresql-all,
+# autopkgtest), and postgresql-MAJOR-plproxy when the suite has it; no
+# cluster is made) and
 # kept as a zstd tarball in FW_CHROOT_CACHE, named by suite and package
 # list, so that a change of either makes it again.  Each run unpacks it into
 # a private directory, removed afterwards.  The chroot runs in a mount and
 # PID namespace of its own (unshare) with /proc and a tmpfs of mode 1777 on
 # /dev/shm (without it initdb silently picks System V shared memory).
 #
-# Sourced (by scripts/test.sh), it defines fw_chroot_run MAJOR CMD... only.
+# FW_CHROOT_ROOT, when set, names the directory to unpack into (it must not
+# exist), so that the caller can reach into the running chroot (make
+# bench-versions connects to a server's socket there).
+#
+# Sourced (by scripts/test.sh, check_version.sh, bench/versions.sh), it
+# defines FW_CHROOT_SUITES and the functions below only: each of those runs
+# this script to enter a chroot.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FW_CHROOT_CACHE=${FW_CHROOT_CACHE:-/var/cache/fixed_window/chroots}
 FW_DEBIAN_MIRROR=${FW_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
+# The PostgreSQL majors tested in chroots, each with the Debian suite that
+# packages it: make test has a layer pgNN for each, and the README names them.
+FW_CHROOT_SUITES="17:trixie 18:sid"
+
+# fw_chroot_majors: the majors of FW_CHROOT_SUITES, one a line.
+fw_chroot_majors() { printf '%s\n' $FW_CHROOT_SUITES | cut -d: -f1; }
+
 # fw_chroot_suite MAJOR: the Debian suite that packages PostgreSQL MAJOR.
 fw_chroot_suite() {
-    case "$1" in
-    17) echo trixie ;;
-    18) echo sid ;;
-    *) echo "no chroot for PostgreSQL $1 (17: trixie, 18: sid)" >&2; return 1 ;;
-    esac
+    local suite
+    suite=$(printf '%s\n' $FW_CHROOT_SUITES | sed -n "s/^$1://p")
+    [ -n "$suite" ] || { echo "no chroot for PostgreSQL $1 (FW_CHROOT_SUITES: $FW_CHROOT_SUITES)" >&2; return 1; }
+    echo "$suite"
 }
 
 # fw_chroot_packages MAJOR: what the chroot installs (plproxy only if packaged).
 fw_chroot_packages() {
-    echo "postgresql-$1 postgresql-server-dev-$1 make gcc perl libipc-run-perl python3"
+    echo "postgresql-$1 postgresql-server-dev-$1 make gcc perl libipc-run-perl python3" \
+        "build-essential dpkg-dev fakeroot debhelper postgresql-server-dev-all postgresql-all autopkgtest"
 }
 
 # fw_chroot_cached MAJOR: the tarball's path in the cache, made or not: named
@@ -69,11 +85,18 @@ fw_chroot_tarball() {
         fi
         mv "$tmp" "$tarball"
     fi
+    # Each use renews the tarball's date: those unused for 14 days go (made
+    # for another package list, or by another working tree), and what a
+    # killed run left half-made.
+    touch "$tarball"
+    find "$FW_CHROOT_CACHE" -maxdepth 1 \( -name '*.tar.zst' -mtime +14 -o -name '.making.*' -mmin +120 \) -delete
     echo "$tarball"
 }
 
 # fw_chroot_run MAJOR CMD...: CMD as root in a fresh copy of the chroot,
-# the tree in /fw/fixed_window owned by its postgres.  Reports the set-up time.
+# the tree in /fw/fixed_window owned by its postgres.  Reports the set-up
+# time.  The copy is fw_chroot_root, which the script's exit removes.
+fw_chroot_root=
 fw_chroot_run() {
     local major=$1 start tarball root rc=0 how=unpacked
     shift
@@ -82,9 +105,12 @@ fw_chroot_run() {
     start=$(date +%s)
     [ -s "$(fw_chroot_cached "$major")" ] || how=made
     tarball=$(fw_chroot_tarball "$major") || return 1
-    root=$(mktemp -d "${TMPDIR:-/tmp}/fixed_window-pg$major.XXXXXX")
-    # shellcheck disable=SC2064
-    trap "rm -rf --one-file-system '$root'" RETURN
+    if [ -n "${FW_CHROOT_ROOT:-}" ]; then
+        root=$FW_CHROOT_ROOT; mkdir -m 711 "$root" || return 1
+    else
+        root=$(mktemp -d "${TMPDIR:-/tmp}/fixed_window-pg$major.XXXXXX")
+    fi
+    fw_chroot_root=$root
     tar -C "$root" --zstd -xpf "$tarball"
     mkdir -p "$root/fw/fixed_window"
     tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
@@ -106,5 +132,9 @@ fw_chroot_run() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     [ $# -ge 2 ] || { echo "usage: scripts/pg_chroot.sh MAJOR CMD..." >&2; exit 2; }
+    # The copy goes however the script ends: CMD's status, an error, a signal.
+    trap '[ -z "$fw_chroot_root" ] || rm -rf --one-file-system "$fw_chroot_root"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     fw_chroot_run "$@"
 fi

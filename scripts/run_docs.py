@@ -240,7 +240,7 @@ def run_block(cluster, block, clone):
         # stops at its first error, and fails.
         stop = "0" if shows_error else "1"
         argv = [os.path.join(PG_BIN, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=" + stop, "-U", m.group(1), "-d", m.group(2) or "app"]
-        argv = cluster.as_user(argv)
+        argv, env = cluster.as_user(argv), cluster.env
     else:
         m = SH_AS.match(first)
         if not m:
@@ -254,9 +254,7 @@ def run_block(cluster, block, clone):
             env = dict(env, HOME=cluster.home)
             if AS_ROOT:
                 argv = cluster.as_user(argv)
-        returncode, printed = run_argv(argv, block.text, env, clone)
-    if block.lang == "sql":
-        returncode, printed = run_argv(argv, block.text, cluster.env, clone)
+    returncode, printed = run_argv(argv, block.text, env, clone)
     ok = returncode == 0
     if ok and block.output is not None:
         ok = matches(block.output, printed)

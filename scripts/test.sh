@@ -21,12 +21,13 @@
 #               order as written on a cluster set up as the README says
 #               (scripts/run_docs.py), and every link between them resolves
 #   deb         the Debian package: built (its build runs make installcheck),
-#               installed, and called on a fresh cluster; as root only
+#               installed, called on a fresh cluster, and its autopkgtest
+#               run; as root only
 #   pg17, pg18  in a Debian chroot of that PostgreSQL (scripts/pg_chroot.sh,
 #               cached), with the strict flags: unit, the regress and
 #               isolation suites on the three storages, the TAP suites, and
 #               the router's (those that name plproxy) where the suite
-#               packages PL/Proxy; as root only
+#               packages PL/Proxy; then the layer deb there; as root only
 #
 # "bash scripts/test.sh regress tap" runs the layers named, in this order.
 #
@@ -39,21 +40,32 @@
 # the callbacks' signatures are PostgreSQL's), and its Assert()s are
 # compiled in, so that they run in every layer.  The package (layer deb) is
 # built with the flags Debian sets.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pg_chroot.sh"
 
 export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
 # In a chroot of scripts/pg_chroot.sh (FW_CHROOT is its major), the packages
 # are those the chroot was made with: nothing is installed.  When only the
 # chroots' layers are asked, nothing is built or installed on this machine.
+chroot_majors=" $(fw_chroot_majors | paste -sd' ') "
+host_layers=" unit layers version regress regress-table regress-dsm isolation isolation-table isolation-dsm
+    tap router tap-dsm monitoring service pgbouncer docs deb "
 host=no
-for arg in "${@:-all}"; do case $arg in pg17 | pg18) ;; *) host=yes ;; esac; done
-if [ "$host" = no ]; then
-    :
-elif [ -z "${FW_CHROOT:-}" ]; then
+[ $# -gt 0 ] || host=yes
+for arg in "$@"; do
+    if [[ $arg == pg* && $chroot_majors == *" ${arg#pg} "* ]]; then
+        :
+    elif [[ $host_layers == *[[:space:]]"$arg"[[:space:]]* ]]; then
+        host=yes
+    else
+        echo "test.sh: no layer \"$arg\"; the layers are$(printf ' %s' $host_layers)$(printf ' pg%s' $chroot_majors)" >&2
+        exit 2
+    fi
+done
+if [ -n "${FW_CHROOT:-}" ]; then
+    fw_log "in the chroot of PostgreSQL $FW_CHROOT: $(pg_config --version), set up in ${FW_CHROOT_SETUP:-?}"
+elif [ "$host" = yes ]; then
     fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter pgbouncer
     fw_node_packages
-else
-    fw_log "in the chroot of PostgreSQL $FW_CHROOT: $(pg_config --version), set up in ${FW_CHROOT_SETUP:-?}"
 fi
 if [ "$host" = yes ]; then
     make -C "$FW_ROOT" -s clean >/dev/null
@@ -68,11 +80,13 @@ tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.b
 passed=0 failed=0 failures=()
 # run_layer NAME CMD...: one layer, counted; its diffs and logs shown on failure.
 run_layer() {
-    local name=$1; shift
+    local name=$1 start=$SECONDS; shift
     fw_log "$name"
     if "$@"; then
         passed=$((passed + 1))
+        fw_log "$name: passed in $((SECONDS - start)) s"
     else
+        fw_log "$name: failed in $((SECONDS - start)) s"
         failed=$((failed + 1)); failures+=("$name")
         find "$work" -name regression.diffs -exec cat {} + 2>/dev/null | head -200 || true
         find "$work/tmp_check" -name 'regress_log_*' -exec tail -n 40 {} + 2>/dev/null || true
@@ -114,16 +128,19 @@ layer monitoring test-monitoring
 layer service test-service
 layer pgbouncer test-pgbouncer
 # As root: the documents' blocks say which account runs each (root, postgres).
-wanted docs && run_layer docs env FW_PG_BIN="$FW_PG_BIN" \
-    bash -c 'bash "$1/scripts/check_docs.sh" && python3 "$1/scripts/run_docs.py"' sh "$FW_ROOT"
+wanted docs && run_layer docs make -C "$FW_ROOT" -s PG_CONFIG="$FW_PG_BIN/pg_config" test-docs
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 # Each in its chroot, running this script there on the layers named.
-chroot_layers="unit regress regress-dsm regress-table isolation isolation-dsm isolation-table tap router tap-dsm"
-for major in 17 18; do
+chroot_layers="unit regress regress-dsm regress-table isolation isolation-dsm isolation-table tap router tap-dsm deb"
+for major in $chroot_majors; do
     wanted "pg$major" && [ -z "${FW_CHROOT:-}" ] && run_layer "pg$major" bash "$FW_ROOT/scripts/pg_chroot.sh" "$major" \
         bash scripts/test.sh $chroot_layers
 done
 
+if [ $((passed + failed)) -eq 0 ]; then
+    echo "test.sh: no layer ran (router is a layer of the chroots only: on this machine the layer tap runs its suites)" >&2
+    exit 1
+fi
 [ $failed -eq 0 ] || echo "failed layers: ${failures[*]}"
 echo "layers: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -364,7 +364,7 @@ read -r memory_ns _ <<<"$("$dir/memory_latency" 100000)"
 
 # Memory: shared memory per counter slot, and table bytes per live key.
 max_counters=$(fw_as_user psql -X -At -c "SHOW fixed_window.max_counters")
-table_stats=$(fw_as_user psql -X -q -At -F " " -c "VACUUM fw_counter" \
+table_stats=$(fw_as_user psql -X -q -At -F " " -d bench_table -c "VACUUM fw_counter" \
     -c "SELECT pg_total_relation_size('fw_counter'), count(*) FROM fw_counter")
 read -r table_bytes table_rows <<<"$table_stats"
 

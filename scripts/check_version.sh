@@ -117,9 +117,11 @@ oldest() {
     fi
 }
 oldest "META.json's prereq" "$(sed -n 's/.*"PostgreSQL"[[:space:]]*:[[:space:]]*"\([0-9]*\)\..*/\1/p' META.json)"
-oldest "debian/pgversions' first version" "$(grep -v '^#' debian/pgversions | head -n 1)"
-oldest "README.md's \"written for PostgreSQL N to M\"" \
-    "$(sed -n 's/.*written for PostgreSQL \([0-9]*\) to [0-9]*.*/\1/p' README.md | head -n 1)"
+pgversions=$(grep -v '^#' debian/pgversions)
+# the README's "written for PostgreSQL N to M", as "N M"
+written=$(sed -n 's/.*written for PostgreSQL \([0-9]*\) to \([0-9]*\).*/\1 \2/p' README.md | head -n 1)
+oldest "debian/pgversions' first version" "$(head -n 1 <<<"$pgversions")"
+oldest "README.md's \"written for PostgreSQL N to M\"" "${written% *}"
 # The versions built and tested: the host's and those of test.sh's chroot
 # layers (scripts/pg_chroot.sh's list), as the README's first line says them.
 source scripts/pg_chroot.sh
@@ -133,12 +135,11 @@ fi
 # for those of debian/pgversions that the machine supports, and no package
 # at all otherwise), and the newest tested is the newest written for.
 for v in $tested; do
-    grep -qx "$v" debian/pgversions ||
+    grep -qx "$v" <<<"$pgversions" ||
         { echo "PostgreSQL $v is tested, but debian/pgversions leaves it out" >&2; status=1; }
 done
-newest=$(sed -n 's/.*written for PostgreSQL [0-9]* to \([0-9]*\).*/\1/p' README.md | head -n 1)
-if [ "$newest" != "${tested##* }" ] || [ "$(grep -v '^#' debian/pgversions | tail -n 1)" != "${tested##* }" ]; then
-    echo "PostgreSQL versions: the newest tested is ${tested##* }; README.md's \"written for PostgreSQL N to M\" says $newest, debian/pgversions $(grep -v '^#' debian/pgversions | tail -n 1)" >&2
+if [ "${written#* }" != "${tested##* }" ] || [ "$(tail -n 1 <<<"$pgversions")" != "${tested##* }" ]; then
+    echo "PostgreSQL versions: the newest tested is ${tested##* }; README.md's \"written for PostgreSQL N to M\" says ${written#* }, debian/pgversions $(tail -n 1 <<<"$pgversions")" >&2
     status=1
 fi
 # (a body of the SQL standard starts a line; PL/pgSQL's RETURN is indented)

@@ -3,6 +3,13 @@
 # the objects they call, the pgbench scripts, their labels, medians and
 # ratios.  Sourced after scripts/lib.sh, not run.
 
+# The settings of every bench server, and of those that preload the library
+# (run.sh's first and aged servers, every server of versions.sh).
+# shellcheck disable=SC2034
+bench_common=("fixed_window.max_counters = 200000" "fixed_window.database_share = 100"
+              "fixed_window.role_share = 100" "max_connections = 100")
+bench_preloaded=("shared_preload_libraries = 'fixed_window'" "${bench_common[@]}" "shared_buffers = 256MB")
+
 # bench_build_install: a plain build of the extension (no assertions, the
 # flags of pg_config; make test's build has both), installed.
 bench_build_install() {

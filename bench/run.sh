@@ -52,18 +52,15 @@ trap cleanup EXIT
 # Three servers, each with its own socket directory and the same port: the
 # first preloads the library; the second does not, and keeps counters in
 # dynamic shared memory; the third is preloaded as the first, and its table
-# of counters is aged (age_table).  They hold the same slots.
-common=("fixed_window.max_counters = 200000" "fixed_window.database_share = 100"
-        "fixed_window.role_share = 100" "max_connections = 100")
-preloaded=("shared_preload_libraries = 'fixed_window'" "${common[@]}" "shared_buffers = 256MB")
+# of counters is aged (age_table).  They hold the same slots (rows.sh).
 dyn=$dir/dynamic
 aged=$dir/aged
 mkdir -p "$dyn" "$aged"; [ "$(id -u)" -eq 0 ] && chown "$FW_RUN_USER" "$dyn" "$aged"
-fw_cluster_start "$dyn" "fixed_window.storage = shmem" "${common[@]}"
+fw_cluster_start "$dyn" "fixed_window.storage = shmem" "${bench_common[@]}"
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
-fw_cluster_start "$aged" "${preloaded[@]}"
+fw_cluster_start "$aged" "${bench_preloaded[@]}"
 fw_as_user psql -X -q -c "CREATE EXTENSION fixed_window" >/dev/null
-fw_cluster_start "$dir" "${preloaded[@]}"
+fw_cluster_start "$dir" "${bench_preloaded[@]}"
 bench_prepare
 # A policy with 200,000 overrides, one for every key the pgbench rows use and
 # more (written straight into fw_override, as a restore would).

@@ -48,13 +48,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The settings of bench/run.sh's first server.
-settings=("shared_preload_libraries = 'fixed_window'" "fixed_window.max_counters = 200000"
-          "fixed_window.database_share = 100" "fixed_window.role_share = 100"
-          "max_connections = 100" "shared_buffers = 256MB")
-
 mkdir "$dir/host"; chown "$FW_RUN_USER" "$dir/host"
-fw_cluster_start "$dir/host" "${settings[@]}"
+fw_cluster_start "$dir/host" "${bench_preloaded[@]}"
 socket[$FW_PG_MAJOR]=$dir/host
 # In each chroot: build and install the extension, start the server, keep it
 # until its standard input ends, then stop it.  Its input is a pipe this
@@ -67,7 +62,7 @@ for major in "${majors[@]:1}"; do
         mkdir /fw/bench && chown postgres /fw/bench
         fw_cluster_start /fw/bench "$@"
         cat >/dev/null
-        fw_cluster_stop /fw/bench' sh "${settings[@]}" <"$dir/pg$major.pipe" >"$dir/pg$major.log" 2>&1 &
+        fw_cluster_stop /fw/bench' sh "${bench_preloaded[@]}" <"$dir/pg$major.pipe" >"$dir/pg$major.log" 2>&1 &
     pid[$major]=$!
     exec {fd}>"$dir/pg$major.pipe"
     pipe_fd[$major]=$fd

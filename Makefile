@@ -25,23 +25,23 @@ OBJS = \
 	src/trigger.o \
 	src/window.o
 # A fresh install of the current version runs the same scripts an update
-# does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them,
+# does, in order: fixed_window--$(EXTVERSION).sql is built from them,
 # and so is the router's, which then runs what only a new router does
-# (sql/fixed_window_proxy_fresh.sql: it routes by jump, where one updated
+# (fixed_window_proxy_fresh.sql: it routes by jump, where one updated
 # from 1.2 keeps the modulo).  Update scripts of both extensions that end with
 # the HTTP functions they share are built from a .sql.in and that text.
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
 PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
-UPGRADES = sql/fixed_window--1.0--1.0.1.sql sql/fixed_window--1.0.1--1.1.sql \
-	sql/fixed_window--1.1--1.2.sql sql/fixed_window--1.2--1.2.1.sql sql/fixed_window--1.2.1--1.3.sql \
-	sql/fixed_window--1.3--1.4.sql sql/fixed_window--1.4--1.5.sql \
-	sql/fixed_window--1.5--1.6.sql
-PROXY_UPGRADES = sql/fixed_window_proxy--1.0--1.1.sql sql/fixed_window_proxy--1.1--1.2.sql \
-	sql/fixed_window_proxy--1.2--1.3.sql
-UPGRADES_built = sql/fixed_window--1.2.1--1.3.sql sql/fixed_window_proxy--1.0--1.1.sql
-DATA = sql/fixed_window--1.0.sql sql/fixed_window_proxy--1.0.sql \
+UPGRADES = fixed_window--1.0--1.0.1.sql fixed_window--1.0.1--1.1.sql \
+	fixed_window--1.1--1.2.sql fixed_window--1.2--1.2.1.sql fixed_window--1.2.1--1.3.sql \
+	fixed_window--1.3--1.4.sql fixed_window--1.4--1.5.sql \
+	fixed_window--1.5--1.6.sql
+PROXY_UPGRADES = fixed_window_proxy--1.0--1.1.sql fixed_window_proxy--1.1--1.2.sql \
+	fixed_window_proxy--1.2--1.3.sql
+UPGRADES_built = fixed_window--1.2.1--1.3.sql fixed_window_proxy--1.0--1.1.sql
+DATA = fixed_window--1.0.sql fixed_window_proxy--1.0.sql \
 	$(filter-out $(UPGRADES_built), $(UPGRADES) $(PROXY_UPGRADES))
-DATA_built = sql/fixed_window--$(EXTVERSION).sql sql/fixed_window_proxy--$(PROXYVERSION).sql \
+DATA_built = fixed_window--$(EXTVERSION).sql fixed_window_proxy--$(PROXYVERSION).sql \
 	$(UPGRADES_built)
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
@@ -89,18 +89,18 @@ override CFLAGS += $(FW_LTO_FLAGS)
 endif
 endif
 
-sql/fixed_window--$(EXTVERSION).sql: sql/fixed_window--1.0.sql $(UPGRADES)
+fixed_window--$(EXTVERSION).sql: fixed_window--1.0.sql $(UPGRADES)
 	{ echo "/* fixed_window--$(EXTVERSION).sql: built by make from $(notdir $^) */"; \
 	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
-sql/fixed_window_proxy--$(PROXYVERSION).sql: sql/fixed_window_proxy--1.0.sql $(PROXY_UPGRADES) \
-		sql/fixed_window_proxy_fresh.sql
+fixed_window_proxy--$(PROXYVERSION).sql: fixed_window_proxy--1.0.sql $(PROXY_UPGRADES) \
+		fixed_window_proxy_fresh.sql
 	{ echo "/* fixed_window_proxy--$(PROXYVERSION).sql: built by make from $(notdir $^) */"; \
 	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
 # The most windows a policy has follows the C code's FW_MAX_WINDOWS.
 FW_MAX_WINDOWS = $(shell sed -n 's/^\#define FW_MAX_WINDOWS[[:space:]]*\([0-9]*\).*/\1/p' $(srcdir)/src/window.h)
-sql/fixed_window--1.2.1--1.3.sql: sql/fixed_window--1.2.1--1.3.sql.in sql/fw_http--1.3.sql.in src/window.h
+fixed_window--1.2.1--1.3.sql: fixed_window--1.2.1--1.3.sql.in fw_http--1.3.sql.in src/window.h
 	cat $(filter %.in,$^) | sed 's/@FW_MAX_WINDOWS@/$(FW_MAX_WINDOWS)/g' > $@
-sql/fixed_window_proxy--1.0--1.1.sql: sql/fixed_window_proxy--1.0--1.1.sql.in sql/fw_http--1.3.sql.in
+fixed_window_proxy--1.0--1.1.sql: fixed_window_proxy--1.0--1.1.sql.in fw_http--1.3.sql.in
 	cat $^ > $@
 
 # Every object is rebuilt when a header of src/ changes.
@@ -231,8 +231,8 @@ DISTNAME = fixed_window-$(shell bash $(srcdir)/scripts/check_version.sh --semver
 # The release archive PGXN takes: the committed tree, in one directory,
 # with the install scripts make builds (META.json names them).
 dist: check-version $(DATA_built)
-	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/sql/ \
-		$(foreach f,$(DATA_built),--add-file=$(abspath $(f))) --prefix=$(DISTNAME)/ \
+	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ \
+		$(foreach f,$(DATA_built),--add-file=$(abspath $(f))) \
 		-o $(abspath $(DISTNAME).zip) HEAD
 	@echo "wrote $(DISTNAME).zip"
 else

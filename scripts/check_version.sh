@@ -49,7 +49,7 @@ check "debian/changelog's version" "$fw" "$(sed -n '1s/^[^ ]* (\([^)-]*\).*/\1/p
 # The chain of update scripts: the Makefile's list (UPGRADES for
 # fixed_window, PROXY_UPGRADES for the router) goes from 1.0 to the control
 # file's version, each script starting where the one before ended, and each
-# is in sql/ (as it is, or as the .sql.in make builds it from).
+# is in the tree (as it is, or as the .sql.in make builds it from).
 makefile_list() {
     awk -v var="$1" '
         $1 == var && $2 == "=" { on = 1; $1 = ""; $2 = "" }
@@ -59,8 +59,8 @@ makefile_list() {
 chain() {
     local ext=$1 var=$2 want=$3 at=1.0 script from to
     for script in $(makefile_list "$var"); do
-        [ -e "$script" ] || [ -e "$script.in" ] || { echo "$var names $script, which sql/ does not hold" >&2; status=1; }
-        script=${script#sql/$ext--}; script=${script%.sql}
+        [ -e "$script" ] || [ -e "$script.in" ] || { echo "$var names $script, which the tree does not hold" >&2; status=1; }
+        script=${script#"$ext"--}; script=${script%.sql}
         from=${script%%--*}; to=${script#*--}
         if [ "$from" != "$at" ]; then
             echo "$var: the update from $from follows one that ends at $at" >&2
@@ -93,9 +93,9 @@ meta_file() {
         found && /"file"/ { print; exit }' META.json |
         sed 's/.*"file"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/'
 }
-check "META.json's file of fixed_window" "sql/fixed_window--$(control_version fixed_window).sql" \
+check "META.json's file of fixed_window" "fixed_window--$(control_version fixed_window).sql" \
     "$(meta_file fixed_window)"
-check "META.json's file of fixed_window_proxy" "sql/fixed_window_proxy--$(control_version fixed_window_proxy).sql" \
+check "META.json's file of fixed_window_proxy" "fixed_window_proxy--$(control_version fixed_window_proxy).sql" \
     "$(meta_file fixed_window_proxy)"
 while IFS=: read -r file line name; do
     named=$(sed -n 's/.*[-_]\([0-9]*\.[0-9]*\.[0-9]*\)[._].*/\1/p' <<<"$name")
@@ -143,7 +143,7 @@ if [ "${written#* }" != "${tested##* }" ] || [ "$(tail -n 1 <<<"$pgversions")" !
     status=1
 fi
 # (a body of the SQL standard starts a line; PL/pgSQL's RETURN is indented)
-if [ "${min:-0}" -lt 14 ] && grep -lE '^(RETURN |BEGIN ATOMIC)' sql/fixed_window*--*.sql* 2>/dev/null; then
+if [ "${min:-0}" -lt 14 ] && grep -lE '^(RETURN |BEGIN ATOMIC)' fixed_window*--*.sql* 2>/dev/null; then
     echo "the scripts above use SQL-standard function bodies, which need PostgreSQL 14; FW_MIN_PG_VERSION is $min" >&2
     status=1
 fi

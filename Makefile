@@ -59,10 +59,9 @@ TAP_DSM = 001_concurrent_load.pl 003_standby.pl 004_full_memory.pl 005_restart.p
 	007_window_boundaries.pl 008_databases.pl 010_policy_atomicity.pl 011_policy_dump.pl \
 	014_admin_under_load.pl 017_growth.pl 018_aged_chains.pl 020_transitions.pl
 NO_INSTALLCHECK = 1
-# Every test lives under test/: sql/ and expected/ for pg_regress (isolation's
-# expected files too), specs/, t/ for TAP, unit/ for the C unit tests.
-REGRESS_OPTS = --inputdir=$(srcdir)/test
-ISOLATION_OPTS = --inputdir=$(srcdir)/test
+# pg_regress and pg_isolation_regress read PGXS's default places: sql/ and
+# expected/ (isolation's expected files too), specs/.  The other tests live
+# under test/: t/ for TAP, unit/ for the C unit tests.
 PROVE_TESTS = $(srcdir)/test/t/*.pl
 EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
 	tmp_check_isolation_table tmp_check_regress_dsm tmp_check_isolation_dsm output_table \
@@ -121,22 +120,22 @@ PRELOADED = --temp-config=$(srcdir)/test/preload.conf
 NOT_PRELOADED = --temp-config=$(srcdir)/test/table.conf
 DYNAMIC = --temp-config=$(srcdir)/test/dsm.conf
 test-regress:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress \
+	$(pg_regress_installcheck) --temp-instance=tmp_check_regress \
 		$(PRELOADED) $(REGRESS)
 test-regress-dsm:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_dsm \
+	$(pg_regress_installcheck) --temp-instance=tmp_check_regress_dsm \
 		$(DYNAMIC) --outputdir=output_dsm $(REGRESS)
 test-regress-table:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_table \
+	$(pg_regress_installcheck) --temp-instance=tmp_check_regress_table \
 		$(NOT_PRELOADED) --outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
 test-isolation:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation \
+	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation \
 		$(PRELOADED) $(ISOLATION)
 test-isolation-table:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_table \
+	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation_table \
 		$(NOT_PRELOADED) --outputdir=output_iso_table $(ISOLATION_TABLE)
 test-isolation-dsm:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_dsm \
+	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation_dsm \
 		$(DYNAMIC) --outputdir=output_iso_dsm $(ISOLATION)
 # TAP tests start clusters of their own either way, from the installed
 # files: not from files staged in DESTDIR (a package build), and not as root.
@@ -190,17 +189,17 @@ installcheck:
 regress_db = bash $(srcdir)/scripts/regress_db.sh '$(bindir)/psql'
 installcheck-regress:
 	$(regress_db) $(CONTRIB_TESTDB) shmem
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --use-existing $(REGRESS)
+	$(pg_regress_installcheck) --use-existing $(REGRESS)
 installcheck-isolation:
 	$(regress_db) $(ISOLATION_TESTDB) shmem
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --use-existing $(ISOLATION)
+	$(pg_isolation_regress_installcheck) --use-existing $(ISOLATION)
 installcheck-regress-table:
 	$(regress_db) $(CONTRIB_TESTDB) table
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --use-existing \
+	$(pg_regress_installcheck) --use-existing \
 		--outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
 installcheck-isolation-table:
 	$(regress_db) $(ISOLATION_TESTDB) table
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --use-existing \
+	$(pg_isolation_regress_installcheck) --use-existing \
 		--outputdir=output_iso_table $(ISOLATION_TABLE)
 
 # C unit tests of the window arithmetic: no server needed.

@@ -6,7 +6,7 @@
 # (major.minor.0 when the control file has no patch number).  Each
 # extension's update scripts, listed in the Makefile, lead from 1.0 to the
 # default version one release at a time; the upgrade tests end there
-# (test/sql/fw_upgrade.sql, test/t/009_upgrade.pl), and CHANGELOG.md has a
+# (sql/fw_upgrade.sql, test/t/009_upgrade.pl), and CHANGELOG.md has a
 # section for it.  The oldest PostgreSQL lives in src/compat.h; META.json,
 # debian/pgversions and the README must say the same.
 set -euo pipefail
@@ -73,10 +73,10 @@ chain() {
 chain fixed_window UPGRADES "$fw"
 chain fixed_window_proxy PROXY_UPGRADES "$proxy"
 fw_short=$(control_version fixed_window)
-grep -q "UPDATE TO '$fw_short';" test/sql/fw_upgrade.sql ||
-    { echo "test/sql/fw_upgrade.sql does not update to $fw_short" >&2; status=1; }
-grep -q "UPDATE TO '$fw_short';" test/expected/fw_upgrade.out ||
-    { echo "test/expected/fw_upgrade.out does not show the update to $fw_short" >&2; status=1; }
+grep -q "UPDATE TO '$fw_short';" sql/fw_upgrade.sql ||
+    { echo "sql/fw_upgrade.sql does not update to $fw_short" >&2; status=1; }
+grep -q "UPDATE TO '$fw_short';" expected/fw_upgrade.out ||
+    { echo "expected/fw_upgrade.out does not show the update to $fw_short" >&2; status=1; }
 grep -q "is(\$default, '$fw_short'," test/t/009_upgrade.pl ||
     { echo "test/t/009_upgrade.pl does not expect $fw_short as the default version" >&2; status=1; }
 grep -q "^## $fw_short[ :]" CHANGELOG.md ||

@@ -24,25 +24,12 @@ OBJS = \
 	src/table_store.o \
 	src/trigger.o \
 	src/window.o
-# A fresh install of the current version runs the same scripts an update
-# does, in order: fixed_window--$(EXTVERSION).sql is built from them,
-# and so is the router's, which then runs what only a new router does
-# (fixed_window_proxy_fresh.sql: it routes by jump, where one updated
-# from 1.2 keeps the modulo).  Update scripts of both extensions that end with
-# the HTTP functions they share are built from a .sql.in and that text.
-EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window.control)
-PROXYVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/fixed_window_proxy.control)
-UPGRADES = fixed_window--1.0--1.0.1.sql fixed_window--1.0.1--1.1.sql \
-	fixed_window--1.1--1.2.sql fixed_window--1.2--1.2.1.sql fixed_window--1.2.1--1.3.sql \
-	fixed_window--1.3--1.4.sql fixed_window--1.4--1.5.sql \
-	fixed_window--1.5--1.6.sql
-PROXY_UPGRADES = fixed_window_proxy--1.0--1.1.sql fixed_window_proxy--1.1--1.2.sql \
-	fixed_window_proxy--1.2--1.3.sql
-UPGRADES_built = fixed_window--1.2.1--1.3.sql fixed_window_proxy--1.0--1.1.sql
-DATA = fixed_window--1.0.sql fixed_window_proxy--1.0.sql \
-	$(filter-out $(UPGRADES_built), $(UPGRADES) $(PROXY_UPGRADES))
-DATA_built = fixed_window--$(EXTVERSION).sql fixed_window_proxy--$(PROXYVERSION).sql \
-	$(UPGRADES_built)
+# The install and update scripts, committed as released and never built
+# (scripts/released.sha256 holds them frozen).  CREATE EXTENSION fixed_window
+# runs fixed_window--1.0.sql and then the updates in order, as an update does;
+# the router has an install script of 1.3 of its own, since a new router
+# routes by jump where one updated from 1.2 keeps the modulo.
+DATA = $(wildcard fixed_window*--*.sql)
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # The test suites.  Each runs two ways: "make test" runs test-* on throwaway
@@ -87,20 +74,6 @@ ifeq ($(shell echo 'int f(void) { return 0; }' | $(CC) $(FW_LTO_FLAGS) -shared -
 override CFLAGS += $(FW_LTO_FLAGS)
 endif
 endif
-
-fixed_window--$(EXTVERSION).sql: fixed_window--1.0.sql $(UPGRADES)
-	{ echo "/* fixed_window--$(EXTVERSION).sql: built by make from $(notdir $^) */"; \
-	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
-fixed_window_proxy--$(PROXYVERSION).sql: fixed_window_proxy--1.0.sql $(PROXY_UPGRADES) \
-		fixed_window_proxy_fresh.sql
-	{ echo "/* fixed_window_proxy--$(PROXYVERSION).sql: built by make from $(notdir $^) */"; \
-	  for f in $^; do echo; echo "-- from $$(basename $$f)"; cat $$f; done; } > $@
-# The most windows a policy has follows the C code's FW_MAX_WINDOWS.
-FW_MAX_WINDOWS = $(shell sed -n 's/^\#define FW_MAX_WINDOWS[[:space:]]*\([0-9]*\).*/\1/p' $(srcdir)/src/window.h)
-fixed_window--1.2.1--1.3.sql: fixed_window--1.2.1--1.3.sql.in fw_http--1.3.sql.in src/window.h
-	cat $(filter %.in,$^) | sed 's/@FW_MAX_WINDOWS@/$(FW_MAX_WINDOWS)/g' > $@
-fixed_window_proxy--1.0--1.1.sql: fixed_window_proxy--1.0--1.1.sql.in fw_http--1.3.sql.in
-	cat $^ > $@
 
 # Every object is rebuilt when a header of src/ changes.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
@@ -227,11 +200,9 @@ check-docs:
 	bash $(srcdir)/scripts/check_docs.sh
 
 DISTNAME = fixed_window-$(shell bash $(srcdir)/scripts/check_version.sh --semver)
-# The release archive PGXN takes: the committed tree, in one directory,
-# with the install scripts make builds (META.json names them).
-dist: check-version $(DATA_built)
+# The release archive PGXN takes: the committed tree, in one directory.
+dist: check-version
 	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ \
-		$(foreach f,$(DATA_built),--add-file=$(abspath $(f))) \
 		-o $(abspath $(DISTNAME).zip) HEAD
 	@echo "wrote $(DISTNAME).zip"
 else

@@ -76,7 +76,7 @@ prefix() {
 }
 
 # The symbols the install scripts name: AS 'MODULE_PATHNAME', 'symbol'.
-sql_symbols=$(grep -ho "'MODULE_PATHNAME', *'[a-z0-9_]*'" ../fixed_window*--*.sql ../*.sql.in |
+sql_symbols=$(grep -ho "'MODULE_PATHNAME', *'[a-z0-9_]*'" ../fixed_window*--*.sql |
     sed "s/.*, *'\(.*\)'/\1/" | sort -u)
 names_bad=0
 for file in *.c *.h; do

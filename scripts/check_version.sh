@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make check-version: every place a version lives agrees (docs/releasing.md
-# lists them).  The version lives in the control files (fixed_window's
-# default_version is the Makefile's EXTVERSION); META.json, which PGXN reads,
-# and debian/changelog's newest entry must say the same, as major.minor.patch
-# (major.minor.0 when the control file has no patch number).  Each
-# extension's update scripts, listed in the Makefile, lead from 1.0 to the
-# default version one release at a time; the upgrade tests end there
+# lists them).  The version lives in the control files (default_version);
+# META.json, which PGXN reads, and debian/changelog's newest entry must say
+# the same, as major.minor.patch (major.minor.0 when the control file has no
+# patch number).  Each extension's update scripts lead from 1.0 to the
+# default version one release at a time, and the released ones are as they
+# were released (scripts/released.sha256); the upgrade tests end there
 # (sql/fw_upgrade.sql, test/t/009_upgrade.pl), and CHANGELOG.md has a
 # section for it.  The oldest PostgreSQL lives in src/compat.h; META.json,
 # debian/pgversions and the README must say the same.
@@ -46,32 +46,68 @@ check "META.json's fixed_window_proxy" "$proxy" "$(meta_version fixed_window_pro
 # the first line of debian/changelog: "source (version) distribution; ..."
 check "debian/changelog's version" "$fw" "$(sed -n '1s/^[^ ]* (\([^)-]*\).*/\1/p' debian/changelog)"
 
-# The chain of update scripts: the Makefile's list (UPGRADES for
-# fixed_window, PROXY_UPGRADES for the router) goes from 1.0 to the control
-# file's version, each script starting where the one before ended, and each
-# is in the tree (as it is, or as the .sql.in make builds it from).
-makefile_list() {
-    awk -v var="$1" '
-        $1 == var && $2 == "=" { on = 1; $1 = ""; $2 = "" }
-        on { line = $0; cont = sub(/\\$/, "", line); print line; if (!cont) exit }' Makefile |
-        tr ' \t' '\n\n' | grep -- '--' || true
-}
+# The chain of update scripts: each extension's updates in the tree lead
+# from 1.0 to the control file's version, each starting where the one before
+# ended, with none beside the chain (CREATE EXTENSION and ALTER EXTENSION
+# find their path through them by their names).  fixed_window ships no
+# install script but 1.0's: CREATE EXTENSION runs it and then the updates
+# (an install script of a later version left in the tree would run instead).
+# chain_fixed_window: fixed_window's scripts in the order they run.
 chain() {
-    local ext=$1 var=$2 want=$3 at=1.0 script from to
-    for script in $(makefile_list "$var"); do
-        [ -e "$script" ] || [ -e "$script.in" ] || { echo "$var names $script, which the tree does not hold" >&2; status=1; }
-        script=${script#"$ext"--}; script=${script%.sql}
-        from=${script%%--*}; to=${script#*--}
-        if [ "$from" != "$at" ]; then
-            echo "$var: the update from $from follows one that ends at $at" >&2
+    local ext=$1 want=$2 at=1.0 script
+    local -a next order=("$ext--1.0.sql")
+    while next=("$ext--$at--"*.sql) && [ -e "${next[0]}" ]; do
+        if [ ${#next[@]} -gt 1 ]; then
+            echo "$ext: more than one update from $at: ${next[*]}" >&2
             status=1
         fi
-        at=$to
+        order+=("${next[0]}")
+        at=${next[0]#"$ext--$at--"}; at=${at%.sql}
     done
-    check "the last update script of $ext ($var)" "$want" "$(semver "$at")"
+    check "the last update script of $ext" "$want" "$(semver "$at")"
+    for script in "$ext"--*--*.sql; do
+        [[ " ${order[*]} " == *" $script "* ]] ||
+            { echo "$script: off the chain of updates from 1.0 to $at" >&2; status=1; }
+    done
+    [ "$ext" = fixed_window ] && chain_fixed_window=("${order[@]}")
+    return 0
 }
-chain fixed_window UPGRADES "$fw"
-chain fixed_window_proxy PROXY_UPGRADES "$proxy"
+chain_fixed_window=()
+chain fixed_window "$fw"
+chain fixed_window_proxy "$proxy"
+for script in fixed_window--*.sql; do
+    if [[ $script != *--*--* && $script != fixed_window--1.0.sql ]]; then
+        echo "$script: fixed_window has no install script but 1.0's (CREATE EXTENSION runs 1.0 and the updates): remove it" >&2
+        status=1
+    fi
+done
+
+# Released scripts never change: a mistake in one is fixed by the next
+# update.  scripts/released.sha256 holds the sum of every script whose
+# version (an update's target) is below its extension's default_version;
+# releasing.md says to append the sums at each release.
+if ! sha256sum --quiet --strict -c scripts/released.sha256; then
+    echo "a released script changed or is missing (scripts/released.sha256): a released script never changes; put the change in the next update" >&2
+    status=1
+fi
+for script in fixed_window*--*.sql; do
+    ext=${script%%--*}
+    to=${script##*--}; to=${to%.sql}
+    default=$(control_version "$ext")
+    if [ "$to" != "$default" ] && [ "$(printf '%s\n' "$to" "$default" | sort -V | head -n 1)" = "$to" ] &&
+        ! grep -q "^[0-9a-f]\{64\}  $script\$" scripts/released.sha256; then
+        echo "$script is released ($to, below $ext's $default), but scripts/released.sha256 has no sum of it: sha256sum $script >>scripts/released.sha256" >&2
+        status=1
+    fi
+done
+# The most windows a policy may have is the C code's FW_MAX_WINDOWS; the
+# newest fw_define (the last script to say it) says the same.
+max_windows=$(sed -n 's/^#define FW_MAX_WINDOWS[[:space:]]*\([0-9]*\).*/\1/p' src/window.h)
+said=$(cat "${chain_fixed_window[@]}" | sed -n 's/.*A policy may have at most \([0-9]*\) windows.*/\1/p' | tail -n 1)
+if [ "$said" != "$max_windows" ]; then
+    echo "fw_define says a policy may have at most ${said:-?} windows, src/window.h's FW_MAX_WINDOWS is $max_windows: an update script redefines fw_define" >&2
+    status=1
+fi
 fw_short=$(control_version fixed_window)
 grep -q "UPDATE TO '$fw_short';" sql/fw_upgrade.sql ||
     { echo "sql/fw_upgrade.sql does not update to $fw_short" >&2; status=1; }
@@ -79,13 +115,14 @@ grep -q "UPDATE TO '$fw_short';" expected/fw_upgrade.out ||
     { echo "expected/fw_upgrade.out does not show the update to $fw_short" >&2; status=1; }
 grep -q "is(\$default, '$fw_short'," test/t/009_upgrade.pl ||
     { echo "test/t/009_upgrade.pl does not expect $fw_short as the default version" >&2; status=1; }
-grep -q "^## $fw_short[ :]" CHANGELOG.md ||
+grep -q "^## ${fw_short}[ :]" CHANGELOG.md ||
     { echo "CHANGELOG.md has no section \"## $fw_short\"" >&2; status=1; }
 
 # What the versions name: META.json's provides.*.file is each extension's
-# install script of its version (make builds it, make dist ships it); the
-# file names the README and docs/ give (a package, a release archive) are of
-# the current version.
+# install script of its version where the tree has one (the router's), or
+# else its control file (fixed_window's, installed by 1.0's script and the
+# updates); the file names the README and docs/ give (a package, a release
+# archive) are of the current version.
 meta_file() {
     awk -v want="$1" '
         /"provides"/ { in_provides = 1 }
@@ -93,10 +130,13 @@ meta_file() {
         found && /"file"/ { print; exit }' META.json |
         sed 's/.*"file"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/'
 }
-check "META.json's file of fixed_window" "fixed_window--$(control_version fixed_window).sql" \
-    "$(meta_file fixed_window)"
-check "META.json's file of fixed_window_proxy" "fixed_window_proxy--$(control_version fixed_window_proxy).sql" \
-    "$(meta_file fixed_window_proxy)"
+meta_wants() {
+    local script
+    script=$1--$(control_version "$1").sql
+    if [ -e "$script" ]; then echo "$script"; else echo "$1.control"; fi
+}
+check "META.json's file of fixed_window" "$(meta_wants fixed_window)" "$(meta_file fixed_window)"
+check "META.json's file of fixed_window_proxy" "$(meta_wants fixed_window_proxy)" "$(meta_file fixed_window_proxy)"
 while IFS=: read -r file line name; do
     named=$(sed -n 's/.*[-_]\([0-9]*\.[0-9]*\.[0-9]*\)[._].*/\1/p' <<<"$name")
     if [ "$named" != "$fw" ]; then

@@ -38,7 +38,7 @@ src="$work/postgresql-fixed-window-$version"
 mkdir "$src"
 tar -C "$FW_ROOT" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
     --exclude=node_modules --exclude='tmp_check*' --exclude=results --exclude='output_*' \
-    --exclude='*.zip' --exclude="./fixed_window--$extversion.sql" -cf - . | tar -C "$src" -xf -
+    --exclude='*.zip' -cf - . | tar -C "$src" -xf -
 chown -R "$FW_RUN_USER" "$work"
 fw_as_user make -C "$src" -s clean >/dev/null 2>&1 || true    # what make builds, built anew
 (cd "$src" && fw_as_user pg_buildext updatecontrol >/dev/null)

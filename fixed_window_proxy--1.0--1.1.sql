@@ -958,3 +958,237 @@ END $$;
 
 COMMENT ON FUNCTION fw_header_window_id(text, integer, interval) IS
 'check a name, a rate and a period as fixed_window''s fw_limit does, and return the identifier of the period (used by fw_headers)';
+
+-- HTTP rate-limit headers and PostgREST, as of 1.3.
+--
+-- The same text ends fixed_window--1.2.1--1.3.sql and
+-- fixed_window_proxy--1.0--1.1.sql (make concatenates it): both extensions
+-- answer HTTP alike.  Each defines fw_header_window_id(name, rate, period)
+-- before it: the checks of fw_limit for these three, and the identifier of
+-- the period ("PT60S").  Changes in 1.3:
+--
+-- - With capacity above the rate, a window's remaining tokens can exceed
+--   its quota.  1.2.1 advertised them: "r=149" against "q=100", and
+--   X-RateLimit-Remaining 149 against X-RateLimit-Limit 100, so that a
+--   client computing used = limit - remaining got a negative number.  The
+--   headers now say the quota of the window (the rate) and what of it is
+--   left, never more: min(remaining, rate).  Tokens saved beyond it are
+--   still there to spend; the headers do not promise them.
+-- - A denied call that promises no retry time (retry_after NULL) sends no
+--   Retry-After.
+-- - fw_postgrest checks response.headers exactly as PostgREST reads it, an
+--   array of objects each with one header name and a string value, before
+--   it spends: 1.2.1 took [{"A": "1", "B": "2"}] or [{"A": 1}], spent, and
+--   PostgREST then failed the request (PGRST111).
+
+-- A name as an HTTP structured-field string (RFC 8941): printable ASCII in
+-- double quotes, with " and \ escaped.
+CREATE OR REPLACE FUNCTION fw_sf_string(name text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF name !~ '^[ -~]*$' THEN
+        RAISE EXCEPTION 'limit name "%" cannot be sent in an HTTP header', name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Header values hold printable ASCII characters only.',
+                  HINT = 'Give fw_headers a name of printable ASCII characters.';
+    END IF;
+    RETURN '"' || replace(replace(name, '\', '\\'), '"', '\"') || '"';
+END $$;
+
+COMMENT ON FUNCTION fw_sf_string(text) IS
+'name as an HTTP structured-field string: quoted, with " and \ escaped; printable ASCII only (used by fw_headers)';
+
+-- Seconds as HTTP headers count them: whole seconds, rounded up.
+CREATE OR REPLACE FUNCTION fw_header_seconds(span interval)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ceil(extract(epoch FROM span))::bigint::text;
+
+COMMENT ON FUNCTION fw_header_seconds(interval) IS
+'span in whole seconds, rounded up, as HTTP headers count time (used by fw_headers)';
+
+-- The headers of a call from its windows, as fw_limit_windows returns them.
+-- Shadow windows are not advertised: they never deny.  X-RateLimit-* follow
+-- what fw_limit answers: the most restrictive window (fewest tokens left,
+-- then the longest wait); Retry-After is the latest retry of the windows
+-- that denied, when each of them promises one.
+CREATE OR REPLACE FUNCTION fw_headers(name text, windows fw_window_result[])
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer;
+    bad boolean;
+    policy text;
+    state text;
+    tightest record;
+    retry interval;
+    no_promise boolean;
+    denied boolean;
+    headers jsonb;
+BEGIN
+    PERFORM @extschema@.fw_sf_string(name);
+    IF name IS NULL OR windows IS NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null', CASE WHEN name IS NULL THEN 'name' ELSE 'windows' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- a window allowed without rate or period is a router's answer for a
+    -- shard it could not reach, failing open: it has nothing to advertise
+    SELECT count(*) FILTER (WHERE u.rate IS NOT NULL AND u.period IS NOT NULL),
+           bool_or(u.ok IS NULL OR (NOT u.ok AND (u.rate IS NULL OR u.period IS NULL)))
+      INTO n, bad
+      FROM unnest(windows) AS u
+     WHERE NOT coalesce(u.shadow, false);
+    IF bad THEN
+        RAISE EXCEPTION 'a window of the call has no verdict, rate or period'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'fw_headers reads the rows fw_limit_windows returns, or one built from fw_limit''s answer.';
+    END IF;
+    IF n = 0 THEN
+        RETURN '{}';                -- nothing enforced: nothing to advertise
+    END IF;
+
+    -- one item per window: "name", or "name/PT60S" when there are several;
+    -- what is left is never more than the window's quota
+    SELECT string_agg(i.item || ';q=' || i.rate || ';w=' || @extschema@.fw_header_seconds(i.period),
+                      ', ' ORDER BY i.ord),
+           string_agg(i.item || ';r=' || least(i.remaining, i.rate) || ';t='
+                      || @extschema@.fw_header_seconds(i.reset_after), ', ' ORDER BY i.ord)
+               FILTER (WHERE i.remaining IS NOT NULL AND i.reset_after IS NOT NULL),
+           max(i.retry_after) FILTER (WHERE NOT i.ok),
+           coalesce(bool_or(NOT i.ok AND i.retry_after IS NULL), false),
+           bool_or(NOT i.ok)
+      INTO policy, state, retry, no_promise, denied
+      FROM (SELECT u.*, @extschema@.fw_sf_string(CASE WHEN n > 1
+                            THEN name || '/' || @extschema@.fw_header_window_id(name, 1, u.period)
+                            ELSE name END) AS item
+            FROM unnest(windows) WITH ORDINALITY AS u(period, rate, capacity, shadow, ok, retry_after,
+                                                      remaining, reset_after, window_start, window_end, ord)
+            WHERE NOT coalesce(u.shadow, false) AND u.rate IS NOT NULL AND u.period IS NOT NULL) AS i;
+
+    SELECT u.rate, u.remaining, u.reset_after INTO tightest
+      FROM unnest(windows) AS u
+     WHERE NOT coalesce(u.shadow, false) AND u.rate IS NOT NULL AND u.period IS NOT NULL
+     ORDER BY u.remaining NULLS LAST, u.reset_after DESC NULLS LAST
+     LIMIT 1;
+
+    headers := jsonb_build_object('RateLimit-Policy', policy, 'X-RateLimit-Limit', tightest.rate::text);
+    IF state IS NOT NULL THEN
+        headers := headers || jsonb_build_object('RateLimit', state);
+    END IF;
+    IF tightest.remaining IS NOT NULL THEN
+        headers := headers || jsonb_build_object('X-RateLimit-Remaining',
+                                                 least(tightest.remaining, tightest.rate)::text);
+    END IF;
+    IF tightest.reset_after IS NOT NULL THEN
+        headers := headers || jsonb_build_object('X-RateLimit-Reset', @extschema@.fw_header_seconds(tightest.reset_after));
+    END IF;
+    IF denied AND NOT no_promise AND retry IS NOT NULL THEN
+        headers := headers || jsonb_build_object('Retry-After', @extschema@.fw_header_seconds(retry));
+    END IF;
+    RETURN headers;
+END $$;
+
+COMMENT ON FUNCTION fw_headers(text, fw_window_result[]) IS
+'the HTTP headers of a call of policy name from its windows (fw_limit_windows): RateLimit-Policy and RateLimit (IETF draft, an item per enforced window, r never above q), X-RateLimit-Limit, -Remaining (never above the limit) and -Reset (seconds from now, not an epoch) of the most restrictive window, Retry-After (seconds) when denied with a retry time';
+
+CREATE OR REPLACE FUNCTION fw_headers(result fw_result, rate integer, period interval, name text DEFAULT 'default')
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.fw_header_window_id(name, rate, period);
+    IF result IS NULL OR result.ok IS NULL THEN
+        RAISE EXCEPTION 'argument "result" must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = 'fw_headers needs the answer of fw_limit or fw_check.';
+    END IF;
+    RETURN @extschema@.fw_headers(name, ARRAY[ROW(period, rate, NULL, false, result.ok, result.retry_after,
+                                                  result.remaining, result.reset_after, NULL, NULL)
+                                              ::@extschema@.fw_window_result]);
+END $$;
+
+COMMENT ON FUNCTION fw_headers(fw_result, integer, interval, text) IS
+'the HTTP headers of an inline call''s answer result, for rate tokens per period, its policy item named name';
+
+-- PostgREST: limit a request from its db-pre-request function.  Allowed, the
+-- headers go to PostgREST through response.headers; denied, the request
+-- ends with HTTP 429 and the same headers, by the SQLSTATE PGRST whose
+-- message and detail PostgREST turns into the response (PT429 alone sets
+-- the status, but PostgREST drops response.headers when the request
+-- fails, so Retry-After would be lost).  Everything that could fail is
+-- checked before anything is spent.
+CREATE OR REPLACE FUNCTION fw_postgrest(name text, key text, cost integer DEFAULT 1)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    setting text := nullif(current_setting('response.headers', true), '');
+    earlier jsonb;
+    windows @extschema@.fw_window_result[];
+    denied boolean;
+    headers jsonb;
+BEGIN
+    PERFORM @extschema@.fw_sf_string(name);
+    BEGIN
+        earlier := coalesce(setting, '[]')::jsonb;
+    EXCEPTION WHEN invalid_text_representation OR untranslatable_character THEN
+        earlier := NULL;
+    END;
+    -- what PostgREST accepts: an array of objects of one string each
+    IF earlier IS NULL OR jsonb_typeof(earlier) <> 'array'
+       OR EXISTS (SELECT FROM jsonb_array_elements(earlier) AS e
+                  WHERE jsonb_typeof(e) <> 'object'
+                     OR (SELECT count(*) FROM jsonb_each(e)) <> 1
+                     OR EXISTS (SELECT FROM jsonb_each(e) AS h WHERE jsonb_typeof(h.value) <> 'string')) THEN
+        RAISE EXCEPTION 'response.headers is not a JSON array of header objects'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('response.headers is %s. PostgREST takes an array of objects, each with exactly one header name and a string value, and fails the request otherwise.', setting),
+                  HINT = 'Set response.headers as PostgREST reads it, such as [{"Cache-Control": "no-store"}, {"Vary": "Accept"}].';
+    END IF;
+
+    windows := ARRAY(SELECT w FROM @extschema@.fw_limit_windows(name, key, cost) AS w);
+    denied := EXISTS (SELECT FROM unnest(windows) AS w WHERE NOT w.ok AND NOT coalesce(w.shadow, false));
+    -- The error below rolls back what this transaction wrote.  On the table
+    -- backend, that includes the counter a denial creates for a key that
+    -- has none, which gathers the tokens a cost above the rate needs: the
+    -- retry time would not be kept, and none is sent.
+    IF denied AND @extschema@.fw_storage_in_use() = 'table'
+       AND EXISTS (SELECT FROM unnest(windows) AS w
+                   WHERE NOT w.ok AND NOT coalesce(w.shadow, false) AND cost > w.rate) THEN
+        windows := ARRAY(SELECT ROW(w.period, w.rate, w.capacity, w.shadow, w.ok,
+                                    CASE WHEN w.ok THEN w.retry_after END, w.remaining, w.reset_after,
+                                    w.window_start, w.window_end)::@extschema@.fw_window_result
+                         FROM unnest(windows) WITH ORDINALITY AS w
+                         ORDER BY w.ordinality);
+    END IF;
+    headers := @extschema@.fw_headers(name, windows);
+    IF denied THEN
+        RAISE SQLSTATE 'PGRST' USING
+            MESSAGE = json_build_object(
+                'code', 'PT429',
+                'message', format('rate limit "%s" exceeded', name),
+                'details', CASE WHEN headers ? 'Retry-After'
+                                THEN format('The request may be repeated in %s seconds.', headers->>'Retry-After')
+                                ELSE 'No time can be promised for repeating the request.' END,
+                'hint', NULL)::text,
+            DETAIL = json_build_object('status', 429, 'headers', headers)::text;
+    END IF;
+    -- keep the headers set before, then add ours, one object each
+    PERFORM set_config('response.headers',
+        (SELECT coalesce(jsonb_agg(h ORDER BY part, o), '[]')::text
+         FROM (SELECT 1, e.h, e.o FROM jsonb_array_elements(earlier) WITH ORDINALITY AS e(h, o)
+               UNION ALL
+               SELECT 2, jsonb_build_object(e.key, e.value), row_number() OVER ()
+               FROM jsonb_each_text(headers) AS e) AS all_headers(part, h, o)),
+        true);
+END $$;
+
+COMMENT ON FUNCTION fw_postgrest(text, text, integer) IS
+'for a PostgREST db-pre-request function: spend cost tokens of policy name for key; allowed, add the rate-limit headers to response.headers; denied, end the request with HTTP 429 and those headers (SQLSTATE PGRST)';

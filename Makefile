@@ -93,22 +93,22 @@ PRELOADED = --temp-config=$(srcdir)/test/preload.conf
 NOT_PRELOADED = --temp-config=$(srcdir)/test/table.conf
 DYNAMIC = --temp-config=$(srcdir)/test/dsm.conf
 test-regress:
-	$(pg_regress_installcheck) --temp-instance=tmp_check_regress \
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress \
 		$(PRELOADED) $(REGRESS)
 test-regress-dsm:
-	$(pg_regress_installcheck) --temp-instance=tmp_check_regress_dsm \
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_dsm \
 		$(DYNAMIC) --outputdir=output_dsm $(REGRESS)
 test-regress-table:
-	$(pg_regress_installcheck) --temp-instance=tmp_check_regress_table \
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_table \
 		$(NOT_PRELOADED) --outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
 test-isolation:
-	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation \
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation \
 		$(PRELOADED) $(ISOLATION)
 test-isolation-table:
-	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation_table \
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_table \
 		$(NOT_PRELOADED) --outputdir=output_iso_table $(ISOLATION_TABLE)
 test-isolation-dsm:
-	$(pg_isolation_regress_installcheck) --temp-instance=tmp_check_isolation_dsm \
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_dsm \
 		$(DYNAMIC) --outputdir=output_iso_dsm $(ISOLATION)
 # TAP tests start clusters of their own either way, from the installed
 # files: not from files staged in DESTDIR (a package build), and not as root.
@@ -162,17 +162,17 @@ installcheck:
 regress_db = bash $(srcdir)/scripts/regress_db.sh '$(bindir)/psql'
 installcheck-regress:
 	$(regress_db) $(CONTRIB_TESTDB) shmem
-	$(pg_regress_installcheck) --use-existing $(REGRESS)
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --use-existing $(REGRESS)
 installcheck-isolation:
 	$(regress_db) $(ISOLATION_TESTDB) shmem
-	$(pg_isolation_regress_installcheck) --use-existing $(ISOLATION)
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --use-existing $(ISOLATION)
 installcheck-regress-table:
 	$(regress_db) $(CONTRIB_TESTDB) table
-	$(pg_regress_installcheck) --use-existing \
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --use-existing \
 		--outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
 installcheck-isolation-table:
 	$(regress_db) $(ISOLATION_TESTDB) table
-	$(pg_isolation_regress_installcheck) --use-existing \
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --use-existing \
 		--outputdir=output_iso_table $(ISOLATION_TABLE)
 
 # C unit tests of the window arithmetic: no server needed.

@@ -2,28 +2,7 @@
 
 EXTENSION = fixed_window fixed_window_proxy
 MODULE_big = fixed_window
-OBJS = \
-	src/admin.o \
-	src/call.o \
-	src/capacity.o \
-	src/catalog.o \
-	src/decide.o \
-	src/define.o \
-	src/fixed_window.o \
-	src/identity.o \
-	src/keeper.o \
-	src/limit.o \
-	src/placeholder.o \
-	src/policy.o \
-	src/segment.o \
-	src/settings.o \
-	src/shmem_store.o \
-	src/stats.o \
-	src/subxact.o \
-	src/store.o \
-	src/table_store.o \
-	src/trigger.o \
-	src/window.o
+OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
 # The install and update scripts, committed as released and never built
 # (scripts/released.sha256 holds them frozen).  CREATE EXTENSION fixed_window
 # runs fixed_window--1.0.sql and then the updates in order, as an update does;
@@ -32,9 +11,11 @@ OBJS = \
 DATA = $(wildcard fixed_window*--*.sql)
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
-# The test suites.  Each runs two ways: "make test" runs test-* on throwaway
-# clusters of its own; "make installcheck" runs installcheck-* against the
-# server that PGHOST and PGPORT name, as packagers' tools do.
+# The test suites, in PGXS's places: sql/, expected/ and specs/; TAP in
+# test/t.  Their order matters: shared memory outlives each test.  Each runs
+# two ways: "make test" runs test-* on throwaway clusters of its own; "make
+# installcheck" runs installcheck-* against the server that PGHOST and PGPORT
+# name, as packagers' tools do.
 REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
 	fw_security fw_definitions fw_retry fw_schema fw_upgrade fw_capacity fw_metrics
 REGRESS_TABLE = fw_table fw_table_stats
@@ -42,83 +23,70 @@ ISOLATION = fw_concurrent fw_policy_change fw_stats_pending
 ISOLATION_TABLE = fw_table_concurrent fw_table_maintenance fw_drop_extension fw_policy_concurrent \
 	fw_policy_change fw_table_invalidation fw_definition_races
 TAP_TESTS = 1
+PROVE_TESTS = $(srcdir)/test/t/*.pl
 TAP_DSM = 001_concurrent_load.pl 003_standby.pl 004_full_memory.pl 005_restart.pl 006_property.pl \
 	007_window_boundaries.pl 008_databases.pl 010_policy_atomicity.pl 011_policy_dump.pl \
 	014_admin_under_load.pl 017_growth.pl 018_aged_chains.pl 020_transitions.pl
 NO_INSTALLCHECK = 1
-# pg_regress and pg_isolation_regress read PGXS's default places: sql/ and
-# expected/ (isolation's expected files too), specs/.  The other tests live
-# under test/: t/ for TAP, unit/ for the C unit tests.
-PROVE_TESTS = $(srcdir)/test/t/*.pl
-EXTRA_CLEAN = tmp_check_regress tmp_check_isolation tmp_check_regress_table \
-	tmp_check_isolation_table tmp_check_regress_dsm tmp_check_isolation_dsm output_table \
-	output_iso_table output_dsm output_iso_dsm test/unit/test_window
+EXTRA_CLEAN = tmp_check_* output_dsm output_table output_iso_dsm output_iso_table test/unit/test_window
 
 PG_CPPFLAGS = -I$(srcdir)/src
-PG_CONFIG ?= pg_config
-PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
-
-ifneq ($(wildcard $(PGXS)),)
-include $(PGXS)
-
 # One call crosses a dozen small functions in several files (call, store,
 # shmem_store, decide, window).  Link-time optimisation inlines them into one
 # another, which it may do only if they cannot be interposed by another
 # library's symbol of the same name (docs/development.md, The build).  Used
-# when $(CC) builds a shared object with these flags; FW_LTO=0 leaves them
+# when $(CC) builds a shared object with these flags (PGXS expands PG_CFLAGS
+# once it knows $(CC), into the compile and link lines); FW_LTO=0 leaves them
 # out.
 FW_LTO ?= 1
 FW_LTO_FLAGS = -flto=auto -fno-semantic-interposition
-ifeq ($(FW_LTO),1)
-ifeq ($(shell echo 'int f(void) { return 0; }' | $(CC) $(FW_LTO_FLAGS) -shared -fPIC -x c - -o /dev/null 2>/dev/null && echo yes),yes)
-override CFLAGS += $(FW_LTO_FLAGS)
-endif
-endif
+PG_CFLAGS = $(if $(filter 1,$(FW_LTO)),$(shell echo 'int f(void) { return 0; }' | \
+	$(CC) $(FW_LTO_FLAGS) -shared -fPIC -x c - -o /dev/null 2>/dev/null && echo '$(FW_LTO_FLAGS)'))
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
 
 # Every object is rebuilt when a header of src/ changes.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
+# make test's suites, a target for each and each storage: test-regress and
+# test-isolation on a server that preloads the library (test/preload.conf);
+# -dsm on one that does not, with storage "shmem" (dynamic shared memory,
+# created by the first call; test/dsm.conf); -table on one that does not,
+# where storage "auto" means the table (test/table.conf).  The servers run
+# with MALLOC_PERTURB_ set, so that glibc fills freed memory: a read through
+# a pointer into memory already freed (a cache dropped by an invalidation,
+# say) then shows as garbage instead of passing unseen.
+# $(call fw_suite,SUITE,STORAGE,TESTS): SUITE is regress or isolation,
+# STORAGE empty, -dsm or -table.
+fw_runner.regress = $(pg_regress_installcheck) $(REGRESS_OPTS)
+fw_runner.isolation = $(pg_isolation_regress_installcheck) $(ISOLATION_OPTS)
+fw_output.regress = output
+fw_output.isolation = output_iso
+define fw_suite
+test-$(1)$(2): export MALLOC_PERTURB_ = 85
+test-$(1)$(2):
+	$$(fw_runner.$(1)) --temp-instance=tmp_check_$(1)$(subst -,_,$(2)) \
+		--temp-config=$$(srcdir)/test/$(or $(2:-%=%),preload).conf \
+		$(if $(2),--outputdir=$(fw_output.$(1))$(subst -,_,$(2))) $(3)
+endef
+$(eval $(call fw_suite,regress,,$$(REGRESS)))
+$(eval $(call fw_suite,regress,-dsm,$$(REGRESS)))
+$(eval $(call fw_suite,regress,-table,$$(REGRESS) $$(REGRESS_TABLE)))
+$(eval $(call fw_suite,isolation,,$$(ISOLATION)))
+$(eval $(call fw_suite,isolation,-dsm,$$(ISOLATION)))
+$(eval $(call fw_suite,isolation,-table,$$(ISOLATION_TABLE)))
 
-# The suites on throwaway clusters (make test): shared memory on a server
-# that preloads the library; the same suites again on one that does not,
-# with storage "shmem" (dynamic shared memory, created by the first call);
-# the table on one that does not, where storage "auto" means the table, plus
-# what only the table backend does.  Their
-# servers run with MALLOC_PERTURB_ set, so that glibc fills freed memory: a
-# read through a pointer into memory already freed (a cache dropped by an
-# invalidation, say) then shows as garbage instead of passing unseen.
-test-regress test-regress-table test-regress-dsm test-isolation test-isolation-table \
-	test-isolation-dsm test-tap test-tap-dsm: export MALLOC_PERTURB_ = 85
-PRELOADED = --temp-config=$(srcdir)/test/preload.conf
-NOT_PRELOADED = --temp-config=$(srcdir)/test/table.conf
-DYNAMIC = --temp-config=$(srcdir)/test/dsm.conf
-test-regress:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress \
-		$(PRELOADED) $(REGRESS)
-test-regress-dsm:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_dsm \
-		$(DYNAMIC) --outputdir=output_dsm $(REGRESS)
-test-regress-table:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress_table \
-		$(NOT_PRELOADED) --outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
-test-isolation:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation \
-		$(PRELOADED) $(ISOLATION)
-test-isolation-table:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_table \
-		$(NOT_PRELOADED) --outputdir=output_iso_table $(ISOLATION_TABLE)
-test-isolation-dsm:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation_dsm \
-		$(DYNAMIC) --outputdir=output_iso_dsm $(ISOLATION)
 # TAP tests start clusters of their own either way, from the installed
 # files: not from files staged in DESTDIR (a package build), and not as root.
-test-tap:
-	$(prove_installcheck)
-# The shared-memory TAP suites again, their servers not preloading the
-# library and keeping counters in dynamic shared memory (test/t/shmem.inc).
+# test-tap-dsm runs the shared-memory suites again, their servers not
+# preloading the library (test/t/shmem.inc).
+test-tap test-tap-dsm: export MALLOC_PERTURB_ = 85
 test-tap-dsm: export FW_SHMEM = dynamic
 test-tap-dsm: PROVE_TESTS = $(addprefix $(srcdir)/test/t/,$(TAP_DSM))
-test-tap-dsm:
+test-tap test-tap-dsm:
 	$(prove_installcheck)
 ifneq ($(DESTDIR),)
 installcheck-tap:
@@ -162,18 +130,16 @@ installcheck:
 regress_db = bash $(srcdir)/scripts/regress_db.sh '$(bindir)/psql'
 installcheck-regress:
 	$(regress_db) $(CONTRIB_TESTDB) shmem
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --use-existing $(REGRESS)
-installcheck-isolation:
-	$(regress_db) $(ISOLATION_TESTDB) shmem
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --use-existing $(ISOLATION)
+	$(fw_runner.regress) --use-existing $(REGRESS)
 installcheck-regress-table:
 	$(regress_db) $(CONTRIB_TESTDB) table
-	$(pg_regress_installcheck) $(REGRESS_OPTS) --use-existing \
-		--outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
+	$(fw_runner.regress) --use-existing --outputdir=output_table $(REGRESS) $(REGRESS_TABLE)
+installcheck-isolation:
+	$(regress_db) $(ISOLATION_TESTDB) shmem
+	$(fw_runner.isolation) --use-existing $(ISOLATION)
 installcheck-isolation-table:
 	$(regress_db) $(ISOLATION_TESTDB) table
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --use-existing \
-		--outputdir=output_iso_table $(ISOLATION_TABLE)
+	$(fw_runner.isolation) --use-existing --outputdir=output_iso_table $(ISOLATION_TABLE)
 
 # C unit tests of the window arithmetic: no server needed.
 test/unit/test_window: test/unit/test_window.c src/window.c src/window.h
@@ -183,27 +149,23 @@ test/unit/test_window: test/unit/test_window.c src/window.c src/window.h
 unit: test/unit/test_window
 	./test/unit/test_window
 
-# Includes among src/ files point down the layers only.
+# The checks of the tree (each a layer of make test): includes among src/
+# files point down the layers only; every place a version lives agrees and
+# released scripts are unchanged; the links between the documents resolve,
+# and (as root) every block of README.md and docs/ runs as written.
 check-layers:
 	bash $(srcdir)/scripts/check_layers.sh
-
-# The version lives in the control files; META.json (PGXN) must agree.
 check-version:
 	bash $(srcdir)/scripts/check_version.sh
-
-# Every block of README.md and docs/ runs as written (as root).
-test-docs: check-docs
-	FW_PG_BIN=$(bindir) python3 $(srcdir)/scripts/run_docs.py
-
-# The links between the documents resolve.
 check-docs:
 	bash $(srcdir)/scripts/check_docs.sh
+test-docs: check-docs
+	FW_PG_BIN=$(bindir) python3 $(srcdir)/scripts/run_docs.py
 
 DISTNAME = fixed_window-$(shell bash $(srcdir)/scripts/check_version.sh --semver)
 # The release archive PGXN takes: the committed tree, in one directory.
 dist: check-version
-	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ \
-		-o $(abspath $(DISTNAME).zip) HEAD
+	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ -o $(abspath $(DISTNAME).zip) HEAD
 	@echo "wrote $(DISTNAME).zip"
 else
 all:
@@ -212,7 +174,8 @@ all:
 endif
 
 .PHONY: test demo bench bench-versions unit check-layers check-version check-docs test-docs dist installcheck \
-	test-regress test-regress-table test-isolation test-isolation-table test-tap test-monitoring test-service test-pgbouncer test-deb \
+	test-regress test-regress-dsm test-regress-table test-isolation test-isolation-dsm \
+	test-isolation-table test-tap test-tap-dsm test-monitoring test-service test-pgbouncer test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap
 

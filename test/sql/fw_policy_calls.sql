@@ -3,9 +3,7 @@
 -- lists them): named calls, all or nothing over the windows of a policy,
 -- shadow windows.
 --
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i test/sql/include/preamble.sql
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 

@@ -3,9 +3,7 @@
 -- lists them): the trigger naming a policy, fw_counters and fw_reset,
 -- changes of definition, a phase for each key.
 --
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i test/sql/include/preamble.sql
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 

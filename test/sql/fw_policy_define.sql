@@ -19,9 +19,7 @@
 -- (sqlstate_of, error_of); the last drops the extension.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i test/sql/include/preamble.sql
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 SET fixed_window.debug_now = '2026-07-01 10:00:00+00';

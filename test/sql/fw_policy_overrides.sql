@@ -2,9 +2,7 @@
 -- fw_policy_overrides: named policies (1.1), part 3 of 5 (fw_policy_define
 -- lists them): overrides, exemptions and refunds.
 --
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i test/sql/include/preamble.sql
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 

@@ -3,9 +3,7 @@
 -- lists them): privileges, and every bad call with its SQLSTATE; it drops
 -- the extension.
 --
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i test/sql/include/preamble.sql
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 

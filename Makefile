@@ -16,7 +16,8 @@ PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 # two ways: "make test" runs test-* on throwaway clusters of its own; "make
 # installcheck" runs installcheck-* against the server that PGHOST and PGPORT
 # name, as packagers' tools do.
-REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening fw_policy fw_http \
+REGRESS = fw_api fw_seeds fw_windows fw_errors fw_overflow fw_clock fw_admin fw_hardening \
+	fw_policy_define fw_policy_calls fw_policy_overrides fw_policy_counters fw_policy_privileges fw_http \
 	fw_security fw_definitions fw_retry fw_schema fw_upgrade fw_capacity fw_metrics
 REGRESS_TABLE = fw_table fw_table_stats
 ISOLATION = fw_concurrent fw_policy_change fw_stats_pending

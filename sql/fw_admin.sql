@@ -3,9 +3,7 @@
 -- privileges.  Runs on both storages.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 \set SHOW_CONTEXT never
 SET fixed_window.debug_now = '2026-06-01 12:00:30+00';
 

@@ -2,9 +2,7 @@
 -- fw_api: the shape of fw_limit and fw_check, defaults, counter identity.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 SET fixed_window.debug_now = '2026-03-10 12:00:30+00';
 
 -- The result type.

@@ -6,9 +6,7 @@
 -- values, can be set by superusers only, and empty gives the real clock back.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 \set SHOW_CONTEXT never
 
 -- The real clock, read per call, not the transaction's start.  Inside a

@@ -2,9 +2,7 @@
 -- fw_errors: every bad input is an error with its SQLSTATE, never NULL.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 SET fixed_window.debug_now = '2026-03-10 12:00+00';
 \set SHOW_CONTEXT never
 

@@ -3,9 +3,7 @@
 -- the admin views and through the trigger.  Runs on both storages.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 \set SHOW_CONTEXT never
 
 -- One key used with two grids.  The window start a counter recorded never

@@ -10,9 +10,7 @@
 -- with the clock fixed by debug_now.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 \set SHOW_CONTEXT never
 \set VERBOSITY sqlstate
 SET fixed_window.debug_now = '2026-05-01 10:00:43+00';

@@ -6,8 +6,7 @@
 -- reads it; only the extension's owner chooses.  Runs on both storages.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 SET fixed_window.debug_now = '2026-04-01 12:00:00+00';
 SELECT fw_stats_reset();
 CREATE ROLE regress_fw_reader;

@@ -5,9 +5,7 @@
 -- quadrillions.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 SET fixed_window.debug_now = '2026-03-10 12:00+00';
 \set SHOW_CONTEXT never
 

@@ -8,9 +8,7 @@
 -- both storages.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 \set VERBOSITY terse
 SET fixed_window.debug_now = '2026-07-01 10:00:30+00';
 

@@ -7,9 +7,7 @@
 -- and seed 003's two granularities checked together.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 
 -- Seed 004: "Rate: 100 tokens per hour, Capacity: 150, Start: 00:00:00".
 -- Tokens are granted in bulk at each boundary, unused ones roll over up to

@@ -5,9 +5,7 @@
 -- What happens without preload, whatever the storage, is t/002's.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 \set SHOW_CONTEXT never
 SET fixed_window.debug_now = '2026-04-01 12:00:00+00';
 

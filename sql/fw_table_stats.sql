@@ -8,8 +8,7 @@
 -- frees the names.  Runs on the table backend.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 SET fixed_window.debug_now = '2026-04-01 12:00:00+00';
 CREATE ROLE regress_fw_flood;
 

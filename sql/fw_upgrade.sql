@@ -6,9 +6,7 @@
 -- objects of a fresh installation.  Runs on both storages.  (TAP's
 -- test/t/009_upgrade.pl updates a live installation under load.)
 --
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 SET client_min_messages = warning;
 SET fixed_window.debug_now = '2026-03-10 12:00:30+00';
 

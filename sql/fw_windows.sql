@@ -2,9 +2,7 @@
 -- fw_windows: window boundaries for exact, calendar, future and per-key starts.
 --
 CREATE EXTENSION fixed_window;
-SET DateStyle = 'ISO, YMD';
-SET IntervalStyle = 'postgres';
-SET TimeZone = 'UTC';
+\i sql/include/preamble.sql
 
 -- The end of the window that contains "at", for a limit: fw_check at that
 -- time, plus its reset_after.

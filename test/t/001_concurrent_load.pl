@@ -8,21 +8,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $node = PostgreSQL::Test::Cluster->new('load');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('load', conf => q{
 fixed_window.max_counters = 10000
 fixed_window.debug_now = '2026-06-01 12:00:00+00'
 max_connections = 40
 });
-$node->start;
-
-$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
 foreach my $storage ('shmem', 'table')
 {

@@ -18,10 +18,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Copy;
 
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
 local $ENV{MALLOC_PERTURB_} = 85;
-my $node = PostgreSQL::Test::Cluster->new('nopreload');
-$node->init;
-$node->append_conf('postgresql.conf', q{
+my $node = new_node('nopreload', shmem => 0, conf => q{
 fixed_window.max_counters = 1000
 fixed_window.database_share = 100
 fixed_window.role_share = 100
@@ -29,9 +31,6 @@ restart_after_crash = on
 wal_level = replica
 max_wal_senders = 2
 });
-$node->start;
-
-$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
 is( $node->safe_psql('postgres',
 		"SELECT ok, remaining FROM fw_limit('api', 'k', 2, '1 hour')"),

@@ -11,23 +11,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
-my ($on_storage) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-$shmem
+my $primary = new_node('primary', init => [ allows_streaming => 1 ], conf => q{
 fixed_window.max_counters = 1000
 # a fixed clock (copied to the standby): no window ends during the test
 fixed_window.debug_now = '2026-06-01 12:00:00+00'
 });
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 $primary->safe_psql('postgres', q{SELECT fw_limit('api', 'k', 5, '1 hour')});
-$on_storage->($primary, 'postgres', 'table', q{SELECT fw_limit('api', 'on-table', 5, '1 hour')});
+on_storage($primary, 'postgres', 'table', q{SELECT fw_limit('api', 'on-table', 5, '1 hour')});
 is( $primary->safe_psql('postgres', "SELECT string_agg(key || ' ' || storage, ', ' ORDER BY key) FROM fw_counters"),
 	'k shmem, on-table table', 'the primary lists counters of both storages');
 # a database whose calls keep counters in the table, for the standby

@@ -21,9 +21,10 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
 # Reload a new fixed_window.database_share (a reload setting), then create
 # databases with the extension.
@@ -54,21 +55,14 @@ my $clients = 16;
 my $per_client = 200;
 my $calls = $clients * $per_client;
 
-my $big = PostgreSQL::Test::Cluster->new('big');
-$big->init;
-$big->append_conf('postgresql.conf', qq{
-$shmem
+my $big = new_node('big', conf => qq{
 fixed_window.max_counters = $slots
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 fixed_window.debug_now = '2026-07-01 12:00:00+00'
 max_connections = 40
 });
-$big->start;
-$big->safe_psql('postgres', q{
-	CREATE EXTENSION fixed_window;
-	CREATE UNLOGGED TABLE calls (round int, key text, ok boolean);
-});
+$big->safe_psql('postgres', 'CREATE UNLOGGED TABLE calls (round int, key text, ok boolean)');
 
 # Run pgbench with every session's clock (and fail_open) set through
 # PGOPTIONS; returns exit code, stdout and stderr.
@@ -248,16 +242,11 @@ $big->stop;
 # (review finding 4) and the per-database share.
 # ---------------------------------------------------------------------------
 
-my $node = PostgreSQL::Test::Cluster->new('full');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('full', conf => q{
 fixed_window.max_counters = 2000
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
 sub at
 {
@@ -433,15 +422,11 @@ $node->stop;
 # shares, 50% each, alice's flood in r1 takes 1,000 of 2,000 slots; in r2 her
 # first new key fails, naming her share, while bob in r2 and the superuser
 # in a third database still get counters.
-my $roles = PostgreSQL::Test::Cluster->new('roles');
-$roles->init;
-$roles->append_conf('postgresql.conf', qq{
-$shmem
+my $roles = new_node('roles', conf => q{
 fixed_window.max_counters = 2000
 fixed_window.debug_now = '2026-07-01 15:00:00+00'
 });
-$roles->start;
-$roles->safe_psql('postgres', 'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE EXTENSION fixed_window');
+$roles->safe_psql('postgres', 'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN');
 foreach my $db ('r1', 'r2')
 {
 	$roles->safe_psql('postgres', "CREATE DATABASE $db");

@@ -13,19 +13,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $node = PostgreSQL::Test::Cluster->new('restart');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('restart', conf => q{
 fixed_window.max_counters = 1000
 restart_after_crash = on
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
 # Real clock: a day-long counter, its window starting now, stays live across
 # the restarts, a one-microsecond one is over long before the server is back.

@@ -18,9 +18,10 @@ use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
 my $model = dirname(__FILE__) . '/fw_reference_model.py';
 
@@ -42,12 +43,10 @@ if (!$python)
 my $calls = $ENV{FW_PROPERTY_CALLS} // 20000;
 my @seeds = split /,/, ($ENV{FW_PROPERTY_SEEDS} // '20261122,7');
 
-my $node = PostgreSQL::Test::Cluster->new('property');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);    # lengths are UTF-8 bytes
-$node->append_conf('postgresql.conf', qq{
-$shmem
-});
-$node->start;
+my $node = new_node(
+	'property',
+	init => [ extra => [ '--encoding=UTF8', '--locale=C' ] ],    # lengths are UTF-8 bytes
+	extension => 0);
 
 my $log_start = -s $node->logfile;
 my %counters;    # shared-memory counters each run left, by database

@@ -32,23 +32,20 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
 my $seconds = 7;
 my $hot_rate = 1000;
 my $keys_rate = 2;
 
-my $node = PostgreSQL::Test::Cluster->new('boundaries');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('boundaries', conf => q{
 max_connections = 50
 });
-$node->start;
 
 $node->safe_psql('postgres', slurp_file(dirname(__FILE__) . '/window_log.sql'));
 $node->safe_psql('postgres', q{
-CREATE EXTENSION fixed_window;
 CREATE FUNCTION load_call(run text, k text, rate integer) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -24,19 +24,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
-my ($on_storage) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $node = PostgreSQL::Test::Cluster->new('databases');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('databases', extension => 0, conf => q{
 fixed_window.max_counters = 1000
 fixed_window.debug_now = '2099-01-01 12:00:00+00'
 });
-$node->start;
 
 sub create_db
 {
@@ -50,7 +46,7 @@ sub create_db
 sub spend
 {
 	my ($db, $key, $storage) = @_;
-	return $on_storage->($node, $db, $storage, qq{
+	return on_storage($node, $db, $storage, qq{
 		SELECT string_agg((fw_limit('api', '$key', 5, '1 hour')).ok::text, ',' ORDER BY g)
 		FROM generate_series(1, 6) g});
 }
@@ -59,7 +55,7 @@ sub spend
 sub check
 {
 	my ($db, $key, $storage) = @_;
-	return $on_storage->($node, $db, $storage,
+	return on_storage($node, $db, $storage,
 		qq{SELECT ok || '|' || remaining FROM fw_check('api', '$key', 5, '1 hour')});
 }
 
@@ -119,7 +115,7 @@ is(stats('d1'), '', 'the new d1: fw_stats is empty');
 # those go too.
 create_db('d4', 'OID 50003');
 is(spend('d4', 'k', 'shmem'), $spent, 'd4: a key spent to denial');
-is($on_storage->($node, 'd4', 'shmem', q{SELECT fw_reset('api')}),
+is(on_storage($node, 'd4', 'shmem', q{SELECT fw_reset('api')}),
 	'1', 'd4: its only counter reset');
 is(stats('d4'), 'api:6:5:1', 'd4: its statistics stay');
 drop_db('d4', 50003);

@@ -40,15 +40,15 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename;
 
-my ($on_storage, $in_turn) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
+my $node = new_node('upgrade', shmem => 0, extension => 0, conf => q{
 shared_preload_libraries = 'fixed_window'
 fixed_window.max_counters = 1000
 fixed_window.debug_now = '2026-07-01 12:00:00+00'
 });
-$node->start;
 
 # The version a new CREATE EXTENSION installs, from the control file.
 my $default = $node->safe_psql('postgres',
@@ -70,7 +70,7 @@ is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'f
 	'1.0', 'version 1.0 installed');
 
 # Counters in shared memory and in the table; a trigger; statistics.
-$in_turn->($node, $db, q{
+in_turn($node, $db, q{
 	SELECT fw_limit('api', 's1', 5, '1 hour', cost => 2);
 	SELECT fw_limit('api', 's2', 5, '1 hour') FROM generate_series(1, 6);
 	-- storage: table
@@ -88,7 +88,7 @@ $in_turn->($node, $db, q{
 sub answers
 {
 	my ($d) = @_;
-	return $in_turn->($node, $d // $db, q{
+	return in_turn($node, $d // $db, q{
 		SELECT string_agg(k || ':' || (SELECT ok || '/' || remaining
 			FROM fw_check('api', k, 5, '1 hour', cost => 1)), ',' ORDER BY k)
 		FROM unnest(ARRAY['s1', 's2']) k;
@@ -131,12 +131,12 @@ like($err, qr/rate limit "sig" exceeded/, 'the trigger still denies a third row'
 $node->safe_psql($db, "INSERT INTO signups VALUES (4, 'b')");
 
 # Counting goes on: a shared-memory call and a table call.
-$in_turn->($node, $db, q{
+in_turn($node, $db, q{
 	SELECT fw_limit('api', 's1', 5, '1 hour');
 	-- storage: table
 	SELECT fw_limit('api', 't1', 5, '1 hour');
 });
-is( $in_turn->($node, $db, q{
+is( in_turn($node, $db, q{
 		SELECT (fw_check('api', 's1', 5, '1 hour', cost => 0)).remaining;
 		-- storage: table
 		SELECT (fw_check('api', 't1', 5, '1 hour', cost => 0)).remaining;
@@ -162,7 +162,7 @@ is( $node->safe_psql($db, q{
 $node->safe_psql($db, 'SELECT fw_stats_reset()');
 is($node->safe_psql($db, 'SELECT count(*) FROM fw_stats'), '0',
 	'after fw_stats_reset fw_stats lists nothing (1.0.1: only limits with calls)');
-$in_turn->($node, $db, q{
+in_turn($node, $db, q{
 	SELECT fw_limit('api', 's3', 5, '1 hour');
 	-- storage: table
 	SELECT fw_limit('api', 't3', 5, '1 hour');
@@ -173,7 +173,7 @@ is($node->safe_psql($db, q{SELECT concat_ws('/', name, calls, allowed, denied) F
 # fw_reset on both backends.
 is($node->safe_psql($db, "SELECT fw_reset('api', 's2')"), '1', 'fw_reset removes a shared-memory counter');
 is($node->safe_psql($db, "SELECT fw_reset('api', 't2')"), '1', 'fw_reset removes a table counter');
-is( $in_turn->($node, $db, q{
+is( in_turn($node, $db, q{
 		SELECT (fw_check('api', 's2', 5, '1 hour', cost => 0)).remaining;
 		-- storage: table
 		SELECT (fw_check('api', 't2', 5, '1 hour', cost => 0)).remaining;
@@ -236,7 +236,7 @@ my $inline = q{
 		',' ORDER BY storage, name, key)
 	FROM fw_counters WHERE period IS NULL;
 };
-my $inline_before = $in_turn->($node, $db, $inline);
+my $inline_before = in_turn($node, $db, $inline);
 like($inline_before, qr{^s1:t/1,s2:t/4,s3:t/3\nt1:t/0,t2:t/4,t3:t/3\n}, 'the inline counters answer as before');
 is( $node->safe_psql($db, q{
 		SELECT string_agg(concat_ws('/', storage, key, coalesce(period::text, 'NULL')), ',' ORDER BY storage, key)
@@ -258,7 +258,7 @@ my $named = q{
 	SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
 	FROM generate_series(1, 4) g, LATERAL fw_limit('pol', 'k', least(g, 1)) r};
 is($node->safe_psql($db, $named), 't/2,t/1,t/0,f/0', 'fw_limit(name, key) in shared memory');
-is($on_storage->($node, $db, 'table', $named), 't/2,t/1,t/0,f/0',
+is(on_storage($node, $db, 'table', $named), 't/2,t/1,t/0,f/0',
 	'fw_limit(name, key) in the table');
 is( $node->safe_psql($db, q{
 		SELECT string_agg(concat_ws('/', storage, key, period, remaining), ',' ORDER BY storage, period)
@@ -277,7 +277,7 @@ is($node->safe_psql($db, q{
 		SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
 		FROM generate_series(1, 2) g, LATERAL fw_limit('api', 's1', least(g, 1)) r}),
 	't/0,f/0', 'a policy named api spends its own counter of s1');
-is($in_turn->($node, $db, $inline), $inline_before, 'the inline counters of api are untouched by it');
+is(in_turn($node, $db, $inline), $inline_before, 'the inline counters of api are untouched by it');
 cmp_ok($node->safe_psql($db, q{SELECT fw_reset('pol', 'k')}), '>=', 6,
 	'fw_reset(name, key) removes the counters of every window on both backends');
 is($node->safe_psql($db, q{SELECT count(*) FROM fw_counters WHERE name = 'pol'}), '0', 'none is left');
@@ -295,7 +295,7 @@ is($node->safe_psql($db, q{
 my $step = 'stepwise';
 $node->safe_psql('postgres', "CREATE DATABASE $step");
 $node->safe_psql($step, "CREATE EXTENSION fixed_window VERSION '1.0'");
-$in_turn->($node, $step, q{
+in_turn($node, $step, q{
 	SELECT fw_limit('api', 's1', 5, '1 hour', cost => 2);
 	SELECT fw_limit('api', 's2', 5, '1 hour') FROM generate_series(1, 6);
 	-- storage: table
@@ -317,7 +317,7 @@ is($node->safe_psql($step, "SELECT extversion FROM pg_extension WHERE extname = 
 	$default, "$step: updated to $default");
 is(answers($step), $step_before, "$step: $default answers the same, counters of both backends kept");
 is(members($step), $fresh, "$step: it has exactly the objects of a fresh installation");
-is($in_turn->($node, $step, q{
+is(in_turn($node, $step, q{
 		SELECT fw_define('pol', 2, '1 hour');
 		SELECT string_agg(concat_ws('', (fw_limit('pol', 'k')).ok), ',') FROM generate_series(1, 3);
 		-- storage: table
@@ -325,7 +325,7 @@ is($in_turn->($node, $step, q{
 		SELECT count(*) FROM fw_counters WHERE name = 'pol' AND period = '1 hour';
 		SELECT count(*) FROM fw_counters WHERE name = 'api' AND period IS NULL;}),
 	"\nt,t,f\nt,t,f\n2\n4", "$step: named policies work on both backends; inline counters have period NULL");
-is($in_turn->($node, $step, q{
+is(in_turn($node, $step, q{
 		SELECT (fw_limit('api', 's1', 5, '1 hour')).remaining;
 		-- storage: table
 		SELECT (fw_limit('api', 't1', 5, '1 hour')).remaining;}),
@@ -373,7 +373,7 @@ $node->safe_psql('postgres', q{
 	        CREATE ROLE plain;
 	    END IF;
 	END $$});
-$in_turn->($node, $live121, q{
+in_turn($node, $live121, q{
 	CREATE SCHEMA m AUTHORIZATION plain;
 	SELECT fw_define('sec', 5, '1 hour');
 	SELECT fw_override('sec', 'secret@example.com', 100, '1 hour');
@@ -423,7 +423,7 @@ is(members($live121), $fresh, "$live121: it has exactly the objects of a fresh i
 my $live13 = 'live13';
 $node->safe_psql('postgres', "CREATE DATABASE $live13");
 $node->safe_psql($live13, "CREATE EXTENSION fixed_window VERSION '1.3'");
-$in_turn->($node, $live13, q{
+in_turn($node, $live13, q{
 	SELECT fw_limit('l13', 'in-shmem', 5, '1 hour', cost => 2);
 	-- storage: table
 	SELECT fw_limit('l13', 'in-table', 5, '1 hour', cost => 3);
@@ -454,7 +454,7 @@ sub live_monitored
 	my $views = join(', ', @views);
 	$node->safe_psql('postgres', "CREATE DATABASE $d");
 	$node->safe_psql($d, "CREATE EXTENSION fixed_window VERSION '$version'");
-	$in_turn->($node, $d, qq{
+	in_turn($node, $d, qq{
 		SELECT fw_limit('$limit', 'in-shmem', 1, '1 hour') FROM generate_series(1, 3);
 		-- storage: table
 		SELECT fw_limit('$limit', 'in-table', 1, '1 hour') FROM generate_series(1, 2);
@@ -507,7 +507,7 @@ is(members($live14), $fresh, "$live14: with its grants back, it has exactly the 
 my $live15 = 'live15';
 live_monitored($live15, '1.5', 'l15', 'monitor15', 'fw_stats', 'fw_capacity');
 # 1,100 names more on the table, the first 50 denied once, then deleted.
-$on_storage->($node, $live15, 'table', q{
+on_storage($node, $live15, 'table', q{
 	SELECT count(*) FROM (SELECT fw_limit('l15_' || g, 'k', 1, '1 hour') FROM generate_series(1, 1100) g) AS c;
 	SELECT fw_limit('l15_' || g, 'k', 1, '1 hour') FROM generate_series(1, 50) g;
 	SELECT sum(fw_reset('l15_' || g)) FROM generate_series(1, 50) g;
@@ -548,10 +548,10 @@ like($err, qr/permission denied for table fw_metric_name/, "$live15: fw_metric_n
 my $unnamed15 = q{
 	SELECT coalesce(name, '(unnamed)') || ':' || calls FROM fw_metrics
 	WHERE storage = 'table' AND (name IS NULL OR name = 'l15_new')};
-is( $on_storage->($node, $live15, 'table', q{
+is( on_storage($node, $live15, 'table', q{
 		SELECT ok FROM fw_limit('l15_new', 'k', 1, '1 hour');} . $unnamed15),
 	"t\n(unnamed):1", "$live15: a name made after the update is counted together");
-is( $on_storage->($node, $live15, 'table', q{
+is( on_storage($node, $live15, 'table', q{
 		SELECT fw_stats_reset();
 		SELECT ok FROM fw_limit('l15_new', 'k2', 1, '1 hour');} . $unnamed15),
 	"\nt\nl15_new:1", "$live15: after fw_stats_reset(), it has a place of its own");

@@ -56,23 +56,19 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
 my $seconds = 24;
 my $clients = 16;
 
-my $node = PostgreSQL::Test::Cluster->new('atomicity');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('atomicity', conf => q{
 max_connections = 40
 });
-$node->start;
 
 $node->safe_psql('postgres', q{
-CREATE EXTENSION fixed_window;
 SELECT fw_define('atom', 50, '1 second');
 
 -- every window row of every call, as fw_limit_windows answered it;

@@ -39,19 +39,15 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
-my ($on_storage) = @{ do(dirname(__FILE__) . '/storage.inc') or die $@ };
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $node = PostgreSQL::Test::Cluster->new('policy_dump');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('policy_dump', extension => 0, conf => q{
 fixed_window.max_counters = 1000
 fixed_window.debug_now = '2099-01-01 12:00:00+00'
 });
-$node->start;
 
 # psql as another login role; errors are printed with their SQLSTATE.
 sub psql_as
@@ -215,7 +211,7 @@ is(spend('a', 'api', 'vip', 1), 't/9', 'a: api spends on vip at its own rate');
 is(spend('a', 'api', 'root', 1), 't/5', 'a: the exempt key spends nothing');
 is(spend('a', 'login', 'u1', 1), 't/2', 'a: login spends on u1');
 is(spend('a', 'plan', 'c1', 1), 't/999', 'a: plan spends on c1');
-is( $on_storage->($node, 'a', 'table', q{
+is( on_storage($node, 'a', 'table', q{
 		SELECT string_agg(concat_ws('/', r.ok, r.remaining), ',' ORDER BY g)
 		FROM generate_series(1, 2) g, LATERAL fw_limit('api', 't1', least(g, 1)) r}),
 	't/4,t/3', 'a: api spends on t1 in the table');

@@ -31,11 +31,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use File::Basename;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
-	  . "apt-get install postgresql-15-plproxy, or run make test as root")
-  unless -f "$pkglibdir/plproxy.so";
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
+require_plproxy();
 
 my $seconds = 7;
 my $hot_rate = 1000;
@@ -139,30 +139,14 @@ sub shard_of
 my @shards;
 foreach my $i (0 .. 2)
 {
-	my $shard = PostgreSQL::Test::Cluster->new("shard$i");
-	$shard->init;
-	$shard->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+	push @shards, new_shard("shard$i", conf => q{
 max_connections = 80
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 });
-	$shard->start;
-	$shard->safe_psql('postgres', 'CREATE DATABASE fw');
-	$shard->safe_psql('fw', 'CREATE EXTENSION fixed_window');
-	push @shards, $shard;
 }
 
-sub connstr
-{
-	my ($shard, $db) = @_;
-	return 'host=' . $shard->host . ' port=' . $shard->port . " dbname=$db";
-}
-
-my $router = PostgreSQL::Test::Cluster->new('router');
-$router->init;
-$router->append_conf('postgresql.conf', 'max_connections = 40');
-$router->start;
+my $router = new_router('router', conf => 'max_connections = 40');
 $router->safe_psql('postgres', 'CREATE DATABASE router');
 # Windows of an hour anchored at the test's start: none ends while it runs.
 my $t0 = $router->safe_psql('postgres', 'SELECT now()');
@@ -179,15 +163,7 @@ END $$;
 });
 is($router->safe_psql('router', "SELECT try(\$\$SELECT fw_limit('api', 'k', 1, '1 hour', start => '$t0')\$\$)"),
 	'42704: the router has no shards', 'a router without the server fw_shards says so');
-$router->safe_psql('router', qq{
-CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
-    modular_mapping '1',
-    p0 '@{[ connstr($shards[0], 'fw') ]}',
-    p1 '@{[ connstr($shards[1], 'fw') ]}',
-    p2 '@{[ connstr($shards[2], 'fw') ]}');
-CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
-GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
-});
+shards_server($router, 'router', map { shard_connstr($_, 'fw') } @shards);
 
 # -- routing ---------------------------------------------------------------
 
@@ -442,9 +418,9 @@ $router->poll_query_until('router', "SELECT count(*) > 0 FROM fw_stats WHERE nam
   or die "pgbench did not start: $bench_err";
 $router->safe_psql('router', qq{
 ALTER SERVER fw_shards OPTIONS (
-    ADD p3 '@{[ connstr($shards[0], 'fw_b') ]}',
-    ADD p4 '@{[ connstr($shards[1], 'fw_b') ]}',
-    ADD p5 '@{[ connstr($shards[2], 'fw_b') ]}')});
+    ADD p3 '@{[ shard_connstr($shards[0], 'fw_b') ]}',
+    ADD p4 '@{[ shard_connstr($shards[1], 'fw_b') ]}',
+    ADD p5 '@{[ shard_connstr($shards[2], 'fw_b') ]}')});
 $bench->finish;
 # in the same transaction, on each key's old shard or on its new one
 note 'the ten keys in the transaction, after the change: '

@@ -24,26 +24,21 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
-	  . "apt-get install postgresql-15-plproxy, or run make test as root")
-  unless -f "$pkglibdir/plproxy.so";
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $primary = PostgreSQL::Test::Cluster->new('shard_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
+require_plproxy();
+
+my $primary = new_shard(
+	'shard_primary',
+	init => [ allows_streaming => 1 ],
+	databases => [ 'mem', 'tab' ],
+	conf => q{
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 fixed_window.debug_now = '2026-06-01 12:00:00+00'
 });
-$primary->start;
-foreach my $db ('mem', 'tab')
-{
-	$primary->safe_psql('postgres', "CREATE DATABASE $db");
-	$primary->safe_psql($db, 'CREATE EXTENSION fixed_window');
-}
 $primary->safe_psql('postgres', "ALTER DATABASE tab SET fixed_window.storage = 'table'");
 $primary->safe_psql('tab', 'ALTER TABLE fw_counter SET LOGGED');
 
@@ -52,9 +47,7 @@ my $standby = PostgreSQL::Test::Cluster->new('shard_standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
 $standby->start;
 
-my $router = PostgreSQL::Test::Cluster->new('failover_router');
-$router->init;
-$router->start;
+my $router = new_router('failover_router');
 my $hosts = join(',', $primary->host, $standby->host);
 my $ports = join(',', $primary->port, $standby->port);
 foreach my $db ('mem', 'tab')

@@ -37,28 +37,24 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
 my $seconds = 8;
 my $clients = 16;
 my $admins = 2;
 
-my $node = PostgreSQL::Test::Cluster->new('admin_load');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('admin_load', conf => q{
 max_connections = 40
 fixed_window.max_counters = 1000000
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 fixed_window.debug_now = '2026-07-01 10:00:00+00'
 });
-$node->start;
 
 $node->safe_psql('postgres', q{
-CREATE EXTENSION fixed_window;
 CREATE EXTENSION amcheck;
 SELECT fw_define('churn', 1000, '1 minute');
 SELECT fw_define('churn', 1000000, '1 hour');

@@ -38,37 +38,26 @@ use File::Basename;
 use IPC::Run;
 use Time::HiRes qw(time);
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
-	  . "apt-get install postgresql-15-plproxy, or run make test as root")
-  unless -f "$pkglibdir/plproxy.so";
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
+require_plproxy();
 
 my $clock = '2026-11-13 10:00:30+00';    # a day above 12
 my @shards;
 foreach my $i (0 .. 1)
 {
-	my $shard = PostgreSQL::Test::Cluster->new("hshard$i");
-	$shard->init;
-	$shard->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'fixed_window'
-});
-	$shard->start;
-	$shard->safe_psql('postgres', q{
-		CREATE DATABASE fw;
-		CREATE ROLE app LOGIN;
-	});
+	my $shard = new_shard("hshard$i");
+	$shard->safe_psql('postgres', 'CREATE ROLE app LOGIN');
 	$shard->safe_psql('fw', qq{
-		CREATE EXTENSION fixed_window;
 		GRANT EXECUTE ON FUNCTION fw_refund(text, text, integer) TO app;
 		ALTER DATABASE fw SET fixed_window.debug_now = '$clock';
 	});
 	push @shards, $shard;
 }
 
-my $router = PostgreSQL::Test::Cluster->new('hrouter');
-$router->init;
-$router->start;
+my $router = new_router('hrouter');
 $router->safe_psql('postgres', q{
 	CREATE DATABASE router;
 	CREATE ROLE app LOGIN;
@@ -78,15 +67,9 @@ $router->safe_psql('postgres', q{
 sub router_over_shards
 {
 	my ($d, $version) = @_;
-	$router->safe_psql($d, qq{
-		CREATE EXTENSION fixed_window_proxy @{[ $version ? "VERSION '$version'" : '' ]} CASCADE;
-		CREATE SERVER fw_shards FOREIGN DATA WRAPPER plproxy OPTIONS (
-		    modular_mapping '1',
-		    p0 'host=@{[ $shards[0]->host ]} port=@{[ $shards[0]->port ]} dbname=fw',
-		    p1 'host=@{[ $shards[1]->host ]} port=@{[ $shards[1]->port ]} dbname=fw');
-		CREATE USER MAPPING FOR PUBLIC SERVER fw_shards;
-		GRANT USAGE ON FOREIGN SERVER fw_shards TO PUBLIC;
-	});
+	$router->safe_psql($d,
+		qq{CREATE EXTENSION fixed_window_proxy @{[ $version ? "VERSION '$version'" : '' ]} CASCADE});
+	shards_server($router, $d, map { shard_connstr($_, 'fw') } @shards);
 }
 router_over_shards('router', '');
 $router->safe_psql('router', q{
@@ -481,7 +464,7 @@ like($err, qr/ERROR:  permission denied for function fw_route_compile/, 'nor the
 
 # Routers listing four shards (two of them twice: only their count matters
 # here), and a role that may create servers of a wrapper of its own.
-my @connstr = map { 'host=' . $_->host . ' port=' . $_->port . ' dbname=fw' } @shards;
+my @connstr = map { shard_connstr($_, 'fw') } @shards;
 $router->safe_psql('postgres', q{
 	CREATE ROLE mallory LOGIN;
 	CREATE DATABASE router_ddl;

@@ -34,11 +34,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-BAIL_OUT("PL/Proxy is not installed ($pkglibdir/plproxy.so is missing): "
-	  . "apt-get install postgresql-15-plproxy, or run make test as root")
-  unless -f "$pkglibdir/plproxy.so";
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
+require_plproxy();
 
 my $guide = dirname(__FILE__) . '/../../docs/scaling-out.md';
 
@@ -162,15 +162,9 @@ is(join(', ', sort keys %kinds), 'on each new shard, on each shard, on the route
 my @shards;
 foreach my $i (0 .. 3)
 {
-	my $shard = PostgreSQL::Test::Cluster->new("guide_shard$i");
-	$shard->init;
-	$shard->append_conf('postgresql.conf', "shared_preload_libraries = 'fixed_window'");
-	$shard->start;
-	push @shards, $shard;
+	push @shards, new_shard("guide_shard$i", databases => []);
 }
-my $router = PostgreSQL::Test::Cluster->new('guide_router');
-$router->init;
-$router->start;
+my $router = new_router('guide_router');
 
 # The guide's host names, as this test's servers.
 sub local_hosts

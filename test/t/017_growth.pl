@@ -11,26 +11,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 use IPC::Run;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $node = PostgreSQL::Test::Cluster->new('growth');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-$shmem
+my $node = new_node('growth', conf => q{
 fixed_window.max_counters = 12000
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 fixed_window.debug_now = '2026-06-01 12:00:00+00'
 max_connections = 40
 });
-$node->start;
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION fixed_window;
-	CREATE UNLOGGED TABLE calls (key text, ok boolean);
-});
+$node->safe_psql('postgres', 'CREATE UNLOGGED TABLE calls (key text, ok boolean)');
 
 my $clients = 16;
 my $per_client = 4000;

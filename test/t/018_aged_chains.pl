@@ -17,19 +17,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
 
-my $node = PostgreSQL::Test::Cluster->new('aged');
-$node->init;
-$node->append_conf('postgresql.conf', $shmem . qq{
+my $node = new_node('aged', conf => q{
 fixed_window.max_counters = 2000
 fixed_window.database_share = 100
 fixed_window.role_share = 100
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
 
 # A day ago, and ten seconds later: in the past for the real clock, which
 # bounds what may be forgotten.

@@ -16,6 +16,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
 # The admin's value of each setting, and another a role tries.
 my %admin = (
 	'fixed_window.storage' => 'shmem',
@@ -46,12 +50,12 @@ sub as_role
 for my $preload (0, 1)
 {
 	my $mode = $preload ? 'preloaded' : 'not preloaded';
-	my $node = PostgreSQL::Test::Cluster->new($preload ? 'settings_preload' : 'settings_dynamic');
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		($preload ? "shared_preload_libraries = 'fixed_window'\n" : '')
+	my $node = new_node(
+		$preload ? 'settings_preload' : 'settings_dynamic',
+		shmem => 0,
+		extension => 0,
+		conf => ($preload ? "shared_preload_libraries = 'fixed_window'\n" : '')
 		  . join('', map { "$_ = '$admin{$_}'\n" } grep { $_ ne 'fixed_window.max_counters' } sort keys %admin));
-	$node->start;
 	# one setting by ALTER SYSTEM, which needs the library loaded to know it
 	$node->safe_psql('postgres', qq{
 		LOAD 'fixed_window';

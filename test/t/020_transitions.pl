@@ -8,9 +8,9 @@
 # and a counter file copied from another server is not loaded.
 #
 # The servers of the first parts keep counters in shared memory as
-# test/t/shmem.inc says (preloaded, or not with FW_SHMEM=dynamic); the last
-# part's server does not preload the library and has no worker slot for a
-# keeper.  The clock is fixed after the real one, so that the windows of the
+# FwTest's shmem_conf() says (preloaded, or not with FW_SHMEM=dynamic); the
+# last part's server does not preload the library and has no worker slot for
+# a keeper.  The clock is fixed after the real one, so that the windows of the
 # counters saved at a clean shutdown have not ended when they are loaded.
 use strict;
 use warnings;
@@ -18,11 +18,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Basename;
 use File::Copy;
 use Time::HiRes qw(usleep);
 
-my $shmem = do(dirname(__FILE__) . '/shmem.inc') or die $@;
+use FindBin;
+use lib $FindBin::RealBin;
+use FwTest;
+
+my $shmem = shmem_conf();
 my $clock = q{fixed_window.debug_now = '2099-01-01 12:00:00+00'};
 
 # psql's output, or its error: a suite that fails goes on to say what else.
@@ -50,12 +53,7 @@ sub poll
 sub server
 {
 	my ($name, @conf) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', join("\n", @conf) . "\n");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window');
-	return $node;
+	return new_node($name, shmem => 0, conf => join("\n", @conf) . "\n");
 }
 
 # (Without preload the first call after a restart loads the saved counters,

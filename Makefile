@@ -17,7 +17,10 @@ OBJS = \
 	src/policy.o \
 	src/segment.o \
 	src/settings.o \
+	src/shmem_resize.o \
+	src/shmem_save.o \
 	src/shmem_store.o \
+	src/shmem_table.o \
 	src/stats.o \
 	src/subxact.o \
 	src/store.o \

@@ -43,7 +43,7 @@ layer() {
             shmem_resize.c | table_store.h | table_store.c | stats.h | stats.c | \
             policy.h | policy.c) echo 3 ;;
         store.h | store.c) echo 4 ;;
-        call.h | call.c | keeper.c) echo 5 ;;
+        call.h | call.c | keeper.h | keeper.c) echo 5 ;;
         limit.c | admin.c | capacity.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
         *) echo "unknown" ;;
     esac

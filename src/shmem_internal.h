@@ -46,7 +46,7 @@
  * library is preloaded, and by a backend that finds none running
  * otherwise.  At a clean shutdown (SIGTERM) it waits until no other backend
  * but walsenders maps the segment, then, holding every lock of the table,
- * writes every counter to a file (fwshmem_save_at_shutdown), which the
+ * writes every counter to a file (fwshmem_save_now), which the
  * backend that next creates the segment reads back.  A crash, or an immediate shutdown, sends it SIGQUIT
  * instead: nothing is written, and the next segment starts empty.
  *
@@ -355,6 +355,7 @@ extern FW_HIDDEN int fwshmem_share_entry(FwShare *table, int n, Oid oid, bool cl
 										 uint64 marker);
 
 /* shmem_save.c */
+extern FW_HIDDEN void fwshmem_forget_running_save(void);
 extern FW_HIDDEN void fwshmem_init_first(FwSegment *segment, void *arg);
 extern FW_HIDDEN bool fwshmem_saved(void);
 extern FW_HIDDEN Size fwshmem_first_size(void *arg);

@@ -17,10 +17,8 @@
 #include "access/xlog.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
-#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "compat.h"
 #include "placeholder.h"
@@ -563,25 +561,4 @@ fwshmem_forget_running_save(void)
 
 	if (stat(FW_DUMP_FILE, &st) == 0 && fwshmem_written_since_start(&st))
 		unlink(FW_DUMP_FILE);
-}
-
-/*
- * At a clean shutdown, from the keeper, unless fixed_window.save is off:
- * once the other backends have unmapped the table, save it, holding every
- * lock of it so that the file is one state of the table.  Walsenders are
- * not waited for: they exit after the keeper (see segment.c), and a call
- * made over a replication connection after the save is not in the file.
- */
-#define FW_UNMAP_POLL_MS	10
-
-void
-fwshmem_save_at_shutdown(void)
-{
-	while (fwshmem_attach(false) && pg_atomic_read_u32(&fw_segment->attached) > 1)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 FW_UNMAP_POLL_MS, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-	fwshmem_save_now();
 }

@@ -17,7 +17,6 @@
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
 #include "port/pg_crc32c.h"
-#include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
@@ -41,6 +40,9 @@ static bool fwshmem_attach_session(bool create);
 
 int			fw_max_counters = FW_DEFAULT_COUNTERS;
 bool		fw_save = true;
+
+/* Starts the keeper (keeper.c), set by _PG_init: see fwshmem_attach. */
+fwshmem_start_keeper_hook_type fwshmem_start_keeper_hook = NULL;
 
 /* Settings of shared memory. */
 void
@@ -113,8 +115,9 @@ fwshmem_attach(bool create)
 	fwshmem_use(segment);
 
 	/* no keeper runs: the first to see it starts one (see keeper.c) */
-	if (segment != NULL && fwsegment_keeper_wanted(fw_preloaded))
-		fwshmem_start_keeper(true);
+	if (segment != NULL && fwshmem_start_keeper_hook != NULL &&
+		fwsegment_keeper_wanted(fw_preloaded))
+		fwshmem_start_keeper_hook(true);
 	return segment != NULL;
 }
 
@@ -954,38 +957,27 @@ fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now)
 	return true;
 }
 
-/* Map the table, creating it -- with the saved counters -- if there is none. */
+/*
+ * The keeper, as it starts: the table of a preloaded server exists from the
+ * start, loaded; a size asked for while no keeper ran is applied; the save
+ * of a keeper terminated before it is forgotten, since this one saves at
+ * the shutdown (fwshmem_forget_running_save).
+ */
 void
-fwshmem_open(void)
+fwshmem_keeper_begin(void)
 {
 	(void) fwshmem_attach(true);
+	fwshmem_follow_setting();
+	fwshmem_forget_running_save();
 }
 
 /*
- * Start the keeper: from _PG_init when preloading (a worker the postmaster
- * starts with the server), otherwise from a backend that finds no keeper
- * running (fwshmem_attach).  Either is started again by the postmaster
- * when it stops other than at a shutdown, and after a crash.
+ * Whether backends other than the caller (walsenders aside) still map the
+ * table: the keeper waits for them to go before it saves at a clean
+ * shutdown.
  */
-#define FW_KEEPER_RESTART_S	1
-void
-fwshmem_start_keeper(bool dynamic)
+bool
+fwshmem_mapped_by_others(void)
 {
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = FW_KEEPER_RESTART_S;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "fixed_window");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "fwkeeper_main");	/* keeper.c */
-	snprintf(worker.bgw_name, BGW_MAXLEN, "fixed_window keeper");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "fixed_window keeper");
-	if (!dynamic)
-		RegisterBackgroundWorker(&worker);
-	else if (!RegisterDynamicBackgroundWorker(&worker, NULL))
-		ereport(WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				errmsg("could not start the fixed_window keeper: shared-memory counters will not be saved at shutdown"),
-				errhint("Raise max_worker_processes (restart), or add fixed_window to shared_preload_libraries.")));
+	return fwshmem_attach(false) && pg_atomic_read_u32(&fw_segment->attached) > 1;
 }

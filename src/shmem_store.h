@@ -54,10 +54,15 @@ typedef struct FwShmemCapacity
 
 extern int	fw_max_counters;
 
+/*
+ * Starts the keeper from a backend that finds none running (keeper.c, a
+ * layer above): set by _PG_init, as PostgreSQL's hooks are.
+ */
+typedef void (*fwshmem_start_keeper_hook_type) (bool dynamic);
+extern PGDLLIMPORT fwshmem_start_keeper_hook_type fwshmem_start_keeper_hook;
+
 extern void fwshmem_define_settings(void);
-extern void fwshmem_start_keeper(bool dynamic);
 extern bool fwshmem_available(void);
-extern void fwshmem_open(void);
 extern void fwshmem_prefetch(uint32 hash);
 extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
@@ -70,9 +75,9 @@ extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
 extern void fwshmem_follow_setting(void);
 extern void fwshmem_record_setting(uint32 nslots);
 extern bool fwshmem_sweep_due(void);
-extern void fwshmem_save_at_shutdown(void);
+extern void fwshmem_keeper_begin(void);
+extern bool fwshmem_mapped_by_others(void);
 extern void fwshmem_save_now(void);
-extern void fwshmem_forget_running_save(void);
 extern int	fwshmem_databases(Oid *dbids);
 
 #endif							/* FW_SHMEM_STORE_H */

@@ -316,7 +316,6 @@ extern FW_HIDDEN uint32 *fw_buckets;
 extern FW_HIDDEN uint64 *fw_free_words;
 extern FW_HIDDEN uint64 *fw_free_summary;
 extern FW_HIDDEN FwSlot *fw_slots;
-extern FW_HIDDEN FwShmemUsage fw_last_no_room;
 extern FW_HIDDEN int fw_my_database;
 extern FW_HIDDEN int fw_my_role;
 extern FW_HIDDEN bool fw_save;
@@ -331,7 +330,8 @@ extern FW_HIDDEN void fwshmem_init_table(FwSegment *segment, uint32 nslots, uint
 										 TimestampTz setting_at);
 extern FW_HIDDEN uint32 fwshmem_slots_needed(int len);
 extern FW_HIDDEN FwApplyResult fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take,
-												   uint32 *first, bool *moved);
+												   uint32 *first, bool *moved,
+												   FwShmemUsage *usage);
 extern FW_HIDDEN void fwshmem_split_stored_name(const char *stored, int len, const char **name,
 												int *name_len, const char **period_id,
 												int *period_id_len);
@@ -341,7 +341,8 @@ extern FW_HIDDEN void fwshmem_unlink(uint32 bucket, uint32 slot, uint32 prev);
 extern FW_HIDDEN uint32 fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev,
 									 int64 prune_before, const uint32 *keep, int nkeep);
 extern FW_HIDDEN FwApplyResult fwshmem_insert(uint32 bucket, const FwIdentity *id,
-											  const FwOwners *owners, uint32 *slot, bool *moved);
+											  const FwOwners *owners, uint32 *slot, bool *moved,
+											  FwShmemUsage *usage);
 extern FW_HIDDEN void fwshmem_lower_reclaim_hint(int64 window_end);
 extern FW_HIDDEN void fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg,
 											 FwWalkMode mode);

@@ -224,7 +224,8 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 	owners.unbounded = true;
 
 	fwshmem_use(copy->to);
-	result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved);
+	result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved,
+							NULL);
 	/* checked beforehand: the new table has room for every slot copied */
 	if (result != FW_APPLY_OK || moved)
 		elog(ERROR, "no room for a counter while copying the table of fixed_window");

@@ -498,7 +498,7 @@ fwshmem_load(FwLoad *load)
 		/* more databases or roles than are accounted for, or no room */
 		if (owners.database == FW_NO_ENTRY || owners.role == FW_NO_ENTRY ||
 			fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot,
-						   &moved) != FW_APPLY_OK)
+						   &moved, NULL) != FW_APPLY_OK)
 		{
 			lost++;
 			continue;

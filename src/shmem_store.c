@@ -267,11 +267,12 @@ fwshmem_call_partitions(const FwCall *call, uint32 *buckets, int *partitions)
  * Either every counter that changes is written or none is: new counters are
  * created first, and taken out again if one finds no room.  A check
  * writes nothing, but a new counter that a spending call would create is
- * checked for room, so that fw_check says what fw_limit would do.
+ * checked for room, so that fw_check says what fw_limit would do.  When
+ * there is none, *usage says why.
  */
 static FwApplyResult
 fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcome,
-				   bool *moved)
+				   bool *moved, FwShmemUsage *usage)
 {
 	uint32		buckets[FW_MAX_WINDOWS];
 	int			partitions[FW_MAX_WINDOWS];
@@ -343,13 +344,13 @@ fwshmem_apply_once(const FwCall *call, const FwOwners *owners, FwOutcome *outcom
 			needed += fwshmem_slots_needed(fwshmem_stored_name_len(&call->ids[i]) + call->ids[i].key_len);
 			continue;
 		}
-		result = fwshmem_insert(buckets[i], &call->ids[i], owners, &slots[i], moved);
+		result = fwshmem_insert(buckets[i], &call->ids[i], owners, &slots[i], moved, usage);
 		if (result == FW_APPLY_OK && *moved)
 			result = FW_APPLY_FULL; /* taken out below, then tried again */
 		created[i] = (result == FW_APPLY_OK);
 	}
 	if (needed > 0)
-		result = fwshmem_alloc_slots(needed, owners, false, NULL, moved);
+		result = fwshmem_alloc_slots(needed, owners, false, NULL, moved, usage);
 
 	for (i = 0; i < call->n; i++)
 	{
@@ -580,7 +581,8 @@ fwshmem_reclaim(TimestampTz now)
  * role takes them between the lookup and the allocation.
  */
 static FwApplyResult
-fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
+fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome,
+					FwShmemUsage *usage)
 {
 	FwApplyResult result = FW_APPLY_ROLE_FULL;
 	bool		moved;
@@ -588,7 +590,7 @@ fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
 
 	for (attempt = 0; attempt < FW_OWNER_ATTEMPTS; attempt++)
 	{
-		result = fwshmem_apply_once(call, owners, outcome, &moved);
+		result = fwshmem_apply_once(call, owners, outcome, &moved, usage);
 		if (!moved)
 			return result;
 		CHECK_FOR_INTERRUPTS();
@@ -605,15 +607,17 @@ fwshmem_apply_owned(const FwCall *call, FwOwners *owners, FwOutcome *outcome)
  * database's and role's entries again (a reclaim may have freed some), and
  * try once more.  So a call finds no room only when, at that moment, no
  * counter's window had ended.  A call that meets a replaced table starts
- * again on the new one.
+ * again on the new one.  When it finds no room, *usage says how full the
+ * table was, as read under the mutex when that was decided.
  */
 FwApplyResult
-fwshmem_apply(const FwCall *call, FwOutcome *outcome)
+fwshmem_apply(const FwCall *call, FwOutcome *outcome, FwShmemUsage *usage)
 {
 	FwOwners	owners;
 	FwApplyResult result;
 
 	Assert(call->n > 0 && call->ids[0].dbid == MyDatabaseId);
+	memset(usage, 0, sizeof(FwShmemUsage));
 	for (;;)
 	{
 		(void) fwshmem_attach_session(true);
@@ -621,7 +625,7 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 		if (unlikely(fw_shared->setting != (uint32) fw_max_counters) && !fwsegment_keeper_running())
 			fwshmem_follow_setting();
 		fwshmem_my_owners(&owners);
-		result = fwshmem_apply_owned(call, &owners, outcome);
+		result = fwshmem_apply_owned(call, &owners, outcome, usage);
 		if (result == FW_APPLY_RETIRED)
 			continue;
 		if (!fwdecide_no_room(result))
@@ -633,7 +637,7 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 			LWLockRelease(fwshmem_admin_lock());
 			continue;
 		}
-		result = fwshmem_apply_owned(call, &owners, outcome);
+		result = fwshmem_apply_owned(call, &owners, outcome, usage);
 
 		/*
 		 * Judged no later than the real clock, so that a session whose
@@ -643,23 +647,13 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome)
 			fwshmem_reclaim(fwsettings_clock_no_later(outcome->decisions[0].now)) > 0)
 		{
 			fwshmem_my_owners(&owners);
-			result = fwshmem_apply_owned(call, &owners, outcome);
+			result = fwshmem_apply_owned(call, &owners, outcome, usage);
 		}
 		LWLockRelease(fwshmem_admin_lock());
 		/* a table is replaced only under its admin lock, which this call held */
 		Assert(result != FW_APPLY_RETIRED);
 		return result;
 	}
-}
-
-/*
- * What the table held when this backend's last call found no room for a
- * new counter, as read under the mutex when that was decided.
- */
-void
-fwshmem_no_room_usage(FwShmemUsage *usage)
-{
-	*usage = fw_last_no_room;
 }
 
 /*

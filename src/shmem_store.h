@@ -64,12 +64,12 @@ extern PGDLLIMPORT fwshmem_start_keeper_hook_type fwshmem_start_keeper_hook;
 extern void fwshmem_define_settings(void);
 extern bool fwshmem_available(void);
 extern void fwshmem_prefetch(uint32 hash);
-extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
+extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome,
+								   FwShmemUsage *usage);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fwshmem_remove(const FwIdentity *id);
 extern void fwshmem_drop_database(Oid dbid);
 extern void fwshmem_database_moved(Oid dbid, uint64 marker);
-extern void fwshmem_no_room_usage(FwShmemUsage *usage);
 extern bool fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now);
 extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
 extern void fwshmem_follow_setting(void);

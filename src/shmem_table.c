@@ -29,9 +29,6 @@ uint64	   *fw_free_words = NULL;
 uint64	   *fw_free_summary = NULL;
 FwSlot	   *fw_slots = NULL;
 
-/* What the last allocation that found no room saw, for its error. */
-FwShmemUsage fw_last_no_room;
-
 /* This backend's entries of databases[] and roles[], once found. */
 int			fw_my_database = FW_NO_ENTRY;
 int			fw_my_role = FW_NO_ENTRY;
@@ -243,9 +240,12 @@ fwshmem_slots_needed(int len)
  * the first.  The mutex is held only to reserve them and then to take one
  * slot at a time.  *moved is set when an owner's entry was taken for
  * another database or role since it was found: find them again and retry.
+ * When there is no room, *usage (if not NULL) is set to the counts that
+ * decided it, for the error.
  */
 FwApplyResult
-fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool *moved)
+fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, bool *moved,
+					FwShmemUsage *usage)
 {
 	FwApplyResult result = FW_APPLY_OK;
 	uint32		i;
@@ -269,11 +269,9 @@ fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, 
 			 fw_shared->roles[owners->role].slots + n >
 			 fwsettings_share_of(fw_shared->nslots, fw_role_share))
 		result = FW_APPLY_ROLE_FULL;
-	if (result != FW_APPLY_OK)
+	if (result != FW_APPLY_OK && usage != NULL)
 	{
 		/* the counts the decision saw, for a true error message */
-		FwShmemUsage *usage = &fw_last_no_room;
-
 		usage->nslots = fw_shared->nslots;
 		usage->nfree = fw_shared->nfree;
 		usage->needed = n;
@@ -505,17 +503,17 @@ fwshmem_find(uint32 bucket, const FwIdentity *id, uint32 *prev, int64 prune_befo
 
 /*
  * Create a counter for id at the head of its bucket, in the shares of its
- * owners; *slot is set to it.
+ * owners; *slot is set to it.  *usage as for fwshmem_alloc_slots.
  */
 FwApplyResult
 fwshmem_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint32 *slot,
-			   bool *moved)
+			   bool *moved, FwShmemUsage *usage)
 {
 	FwApplyResult result;
 	FwCounter  *counter;
 
 	result = fwshmem_alloc_slots(fwshmem_slots_needed(fwshmem_stored_name_len(id) + id->key_len),
-								 owners, true, slot, moved);
+								 owners, true, slot, moved, usage);
 	if (result != FW_APPLY_OK || *moved)
 		return result;
 	counter = &fw_slots[*slot].counter;

@@ -99,11 +99,11 @@ fwshmem_attach(bool create)
 			FwLoad		load;
 
 			memset(&load, 0, sizeof(load));
-			segment = fwsegment_get(FW_SEGMENT_COUNTERS, fwshmem_first_size,
+			segment = fwsegment_map(FW_SEGMENT_COUNTERS, fwshmem_first_size,
 									fwshmem_init_first, &load);
 		}
 		else
-			segment = fwsegment_find(FW_SEGMENT_COUNTERS);
+			segment = fwsegment_map(FW_SEGMENT_COUNTERS, NULL, NULL, NULL);
 	}
 	PG_CATCH();
 	{
@@ -119,28 +119,6 @@ fwshmem_attach(bool create)
 		fwsegment_keeper_wanted(fw_preloaded))
 		fwshmem_start_keeper_hook(true);
 	return segment != NULL;
-}
-
-/*
- * Whether this backend can keep counters in shared memory: any backend of
- * a running server can, since the segment is created on demand.
- */
-bool
-fwshmem_available(void)
-{
-	return IsUnderPostmaster;
-}
-
-/*
- * With many keys a counter's bucket is rarely in cache: callers start
- * loading it as soon as the hash is known, while they check the rest of the
- * arguments and take the lock.
- */
-void
-fwshmem_prefetch(uint32 hash)
-{
-	if (fw_shared != NULL)
-		FW_PREFETCH(&fw_buckets[hash & (fw_shared->nbuckets - 1)]);
 }
 
 /*
@@ -615,12 +593,20 @@ fwshmem_apply(const FwCall *call, FwOutcome *outcome, FwShmemUsage *usage)
 {
 	FwOwners	owners;
 	FwApplyResult result;
+	int			i;
 
 	Assert(call->n > 0 && call->ids[0].dbid == MyDatabaseId);
 	memset(usage, 0, sizeof(FwShmemUsage));
 	for (;;)
 	{
 		(void) fwshmem_attach_session(true);
+
+		/*
+		 * With many keys a counter's bucket is rarely in cache: start
+		 * loading it while the owners are found and the locks taken.
+		 */
+		for (i = 0; i < call->n; i++)
+			FW_PREFETCH(&fw_buckets[call->ids[i].hash & (fw_shared->nbuckets - 1)]);
 		/* a reloaded size that no keeper runs to apply (a hint: checked again) */
 		if (unlikely(fw_shared->setting != (uint32) fw_max_counters) && !fwsegment_keeper_running())
 			fwshmem_follow_setting();

@@ -62,8 +62,6 @@ typedef void (*fwshmem_start_keeper_hook_type) (bool dynamic);
 extern PGDLLIMPORT fwshmem_start_keeper_hook_type fwshmem_start_keeper_hook;
 
 extern void fwshmem_define_settings(void);
-extern bool fwshmem_available(void);
-extern void fwshmem_prefetch(uint32 hash);
 extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome,
 								   FwShmemUsage *usage);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);

@@ -210,9 +210,9 @@ fwstats_attach(bool create)
 	if (!IsUnderPostmaster)
 		return false;
 	if (create)
-		segment = fwsegment_get(FW_SEGMENT_STATS, fwstats_size, fwstats_init_segment, NULL);
+		segment = fwsegment_map(FW_SEGMENT_STATS, fwstats_size, fwstats_init_segment, NULL);
 	else
-		segment = fwsegment_find(FW_SEGMENT_STATS);
+		segment = fwsegment_map(FW_SEGMENT_STATS, NULL, NULL, NULL);
 	if (segment != NULL)
 		fw_stats = (FwStats *) ((char *) segment + FW_SEGMENT_HEADER_SIZE);
 	return fw_stats != NULL;

@@ -42,23 +42,14 @@ fwstore_use_shmem(void)
 	if (fw_storage == FW_STORAGE_TABLE)
 		return false;
 	if (fw_storage == FW_STORAGE_AUTO)
-		return fw_preloaded && fwshmem_available();
-	if (!fwshmem_available())
+		return fw_preloaded && IsUnderPostmaster;
+	/* any backend of a running server can: the segment is made on demand */
+	if (!IsUnderPostmaster)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("fixed_window cannot keep counters in shared memory in a single-user server"),
 				errhint("Set fixed_window.storage to table.")));
 	return true;
-}
-
-/* Start loading the counters' memory while the caller does other work. */
-void
-fwstore_prefetch(const FwCall *call)
-{
-	int			i;
-
-	for (i = 0; i < call->n; i++)
-		fwshmem_prefetch(call->ids[i].hash);
 }
 
 /* Say why shared memory has no room for a new counter. */

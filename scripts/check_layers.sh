@@ -14,7 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../src"
 
 # The layer of each file, bottom (0) to top:
-#   0  compat.h, window: window and token arithmetic (pure, unit-tested)
+#   0  compat.h, window: window and token arithmetic (pure, unit-tested);
+#      atomic_time.h: a time in an atomic, lowered or raised
 #   1  identity: counters' identities, hashes, validated limits;
 #      segment: the dynamic shared memory segments and their registry;
 #      settings: settings and clock; placeholder: the admin's values where
@@ -34,7 +35,7 @@ cd "$(dirname "$0")/../src"
 #      fixed_window: _PG_init and the hooks
 layer() {
     case "$1" in
-        compat.h | window.h | window.c) echo 0 ;;
+        compat.h | atomic_time.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
             placeholder.h | placeholder.c | subxact.h | subxact.c | \
             segment.h | segment.c) echo 1 ;;

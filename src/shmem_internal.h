@@ -347,8 +347,12 @@ extern FW_HIDDEN void fwshmem_lower_reclaim_hint(int64 window_end);
 extern FW_HIDDEN void fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg,
 											 FwWalkMode mode);
 extern FW_HIDDEN void fwshmem_walk(FwSlotVisitor visitor, void *arg, FwWalkMode mode);
-extern FW_HIDDEN bool fwshmem_lock_table(void);
-extern FW_HIDDEN void fwshmem_unlock_table(void);
+extern FW_HIDDEN uint32 fwshmem_insert_stored(Oid dbid, const char *text, int name_len,
+											 int key_len, const FwOwners *owners,
+											 const FwCounterData *data);
+extern FW_HIDDEN bool fwshmem_lock(int lock, LWLockMode mode);
+extern FW_HIDDEN bool fwshmem_lock_all(void);
+extern FW_HIDDEN void fwshmem_unlock_all(void);
 
 /* shmem_store.c */
 extern FW_HIDDEN bool fwshmem_attach(bool create);
@@ -361,7 +365,5 @@ extern FW_HIDDEN void fwshmem_init_first(FwSegment *segment, void *arg);
 extern FW_HIDDEN bool fwshmem_saved(void);
 extern FW_HIDDEN Size fwshmem_first_size(void *arg);
 
-/* shmem_resize.c */
-extern FW_HIDDEN bool fwshmem_lock_admin(void);
 
 #endif							/* FW_SHMEM_INTERNAL_H */

@@ -196,25 +196,14 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 {
 	FwCopy	   *copy = (FwCopy *) arg;
 	char		text[FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES];
-	FwIdentity	id;
-	const char *name;
-	int			name_len;
-	const char *period_id;
-	int			period_id_len;
 	FwOwners	owners;
 	FwCounterData data = counter->data;
 	uint32		slot;
-	bool		moved;
-	FwApplyResult result;
 
 	if (fwshmem_forgettable(&data, copy->now) ||
 		(copy->drop_ended && fwshmem_reclaimable(&data, copy->now)))
 		return false;
 	fwshmem_counter_text(counter, FW_TEXT_LOAD, NULL, text);
-	fwshmem_split_stored_name(text, counter->name_len, &name, &name_len, &period_id, &period_id_len);
-	fwidentity_init_db(&id, counter->dbid, name, name_len, period_id, period_id_len,
-					   text + counter->name_len, counter->key_len);
-	Assert(id.hash == counter->hash);
 
 	/* the new table's entries of databases[] and roles[] are the old one's */
 	owners.database = counter->database;
@@ -224,34 +213,16 @@ fwshmem_copy_visit(FwCounter *counter, void *arg)
 	owners.unbounded = true;
 
 	fwshmem_use(copy->to);
-	result = fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot, &moved,
-							NULL);
+	slot = fwshmem_insert_stored(counter->dbid, text, counter->name_len, counter->key_len,
+								 &owners, &data);
 	/* checked beforehand: the new table has room for every slot copied */
-	if (result != FW_APPLY_OK || moved)
+	if (slot == FW_NIL)
 		elog(ERROR, "no room for a counter while copying the table of fixed_window");
-	fw_slots[slot].counter.data = data;
+	Assert(fw_slots[slot].counter.hash == counter->hash);
 	copy->copied++;
 
 	fwshmem_use(copy->from);
 	return false;
-}
-
-/*
- * The table in use, with its admin lock held exclusively; false, holding
- * nothing, when there is no table.
- */
-bool
-fwshmem_lock_admin(void)
-{
-	for (;;)
-	{
-		if (!fwshmem_attach(false))
-			return false;
-		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
-		if (!fwshmem_retired())
-			return true;
-		LWLockRelease(fwshmem_admin_lock());
-	}
 }
 
 /*
@@ -262,7 +233,7 @@ fwshmem_lock_admin(void)
 void
 fwshmem_record_setting(uint32 nslots)
 {
-	if (!fwshmem_lock_admin())
+	if (!fwshmem_lock(FW_ADMIN_LOCK, LW_EXCLUSIVE))
 		return;
 	fw_shared->setting = nslots;
 	fw_shared->setting_at = GetCurrentTimestamp();
@@ -322,7 +293,8 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
 		fwshmem_walk(fwshmem_forget_visit, &copy.now, FW_WALK_REMOVE);
 		LWLockRelease(fwshmem_admin_lock());
-		if (!fwshmem_lock_table())
+		/* the registry's lock keeps the table from being replaced */
+		if (!fwshmem_lock_all() || fw_segment != copy.from)
 			elog(ERROR, "the table of fixed_window was replaced while the registry was locked");
 		same = (nslots == fw_shared->nslots);
 		count = palloc0(sizeof(FwResizeCount));
@@ -366,7 +338,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 
 	if (same || refusal.scope != FW_RESIZE_FITS)
 	{
-		fwshmem_unlock_table();
+		fwshmem_unlock_all();
 		fwsegment_discard(copy.to);
 		if (same)
 			return 0;
@@ -375,7 +347,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 
 	/* from here on, every backend that takes a lock of the old table moves */
 	fwsegment_replace(copy.from, copy.to);
-	fwshmem_unlock_table();
+	fwshmem_unlock_all();
 	(void) fwshmem_attach(true);
 	ereport(LOG,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
@@ -420,7 +392,7 @@ fwshmem_follow_setting(void)
 	 * take the admin lock at each call until it does.
 	 */
 	if (fw_shared == NULL || ((volatile FwShared *) fw_shared)->setting == setting ||
-		PgReloadTime == followed || !fwshmem_lock_admin())
+		PgReloadTime == followed || !fwshmem_lock(FW_ADMIN_LOCK, LW_EXCLUSIVE))
 		return;
 	followed = PgReloadTime;
 	apply = fw_shared->setting != setting && PgReloadTime > fw_shared->setting_at;

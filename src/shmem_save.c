@@ -469,24 +469,13 @@ fwshmem_load(FwLoad *load)
 
 	while (fwshmem_load_next(load, &p, &record, &bad))
 	{
-		FwIdentity	id;
-		const char *name;
-		int			name_len;
-		const char *period_id;
-		int			period_id_len;
-		uint32		slot;
 		FwOwners	owners;
-		bool		moved;
 
 		if (fwshmem_forgettable(&record.fields.data, load->now))
 		{
 			ended++;
 			continue;
 		}
-		fwshmem_split_stored_name(record.text, record.fields.name_len, &name, &name_len,
-								  &period_id, &period_id_len);
-		fwidentity_init_db(&id, record.fields.dbid, name, name_len, period_id, period_id_len,
-						   record.text + record.fields.name_len, record.fields.key_len);
 		owners.dbid = record.fields.dbid;
 		owners.database = !OidIsValid(owners.dbid) ? FW_NO_ENTRY :
 			fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, owners.dbid, true,
@@ -497,14 +486,13 @@ fwshmem_load(FwLoad *load)
 		owners.unbounded = true;
 		/* more databases or roles than are accounted for, or no room */
 		if (owners.database == FW_NO_ENTRY || owners.role == FW_NO_ENTRY ||
-			fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, &owners, &slot,
-						   &moved, NULL) != FW_APPLY_OK)
+			fwshmem_insert_stored(record.fields.dbid, record.text, record.fields.name_len,
+								  record.fields.key_len, &owners,
+								  &record.fields.data) == FW_NIL)
 		{
 			lost++;
 			continue;
 		}
-		fw_slots[slot].counter.data = record.fields.data;
-		fwshmem_lower_reclaim_hint(record.fields.data.window_end);
 		loaded++;
 	}
 	ereport(LOG,
@@ -533,17 +521,10 @@ fwshmem_load(FwLoad *load)
 void
 fwshmem_save_now(void)
 {
-	if (!fw_save)
+	if (!fw_save || !fwshmem_lock_all())
 		return;
-	for (;;)
-	{
-		if (!fwshmem_attach(false))
-			return;
-		if (fwshmem_lock_table())
-			break;
-	}
 	fwshmem_dump();
-	fwshmem_unlock_table();
+	fwshmem_unlock_all();
 }
 
 /*

@@ -474,27 +474,19 @@ bool
 fwshmem_remove(const FwIdentity *id)
 {
 	uint32		bucket;
-	LWLock	   *lock;
 	uint32		prev;
 	uint32		slot;
 
 	if (!fwshmem_attach_session(fwshmem_saved()))
 		return false;
-	for (;;)
-	{
-		bucket = id->hash & (fw_shared->nbuckets - 1);
-		lock = fwshmem_partition_lock(bucket);
-		LWLockAcquire(lock, LW_EXCLUSIVE);
-		if (!fwshmem_retired())
-			break;
-		LWLockRelease(lock);
-		if (!fwshmem_attach(false))
-			return false;
-	}
+	/* the partition's index is the same in a table that replaces this one */
+	if (!fwshmem_lock(id->hash & (FW_NUM_PARTITIONS - 1), LW_EXCLUSIVE))
+		return false;
+	bucket = id->hash & (fw_shared->nbuckets - 1);
 	slot = fwshmem_find(bucket, id, &prev, PG_INT64_MIN, NULL, 0);
 	if (slot != FW_NIL)
 		fwshmem_unlink(bucket, slot, prev);
-	LWLockRelease(lock);
+	LWLockRelease(fwshmem_partition_lock(bucket));
 	return slot != FW_NIL;
 }
 
@@ -662,16 +654,9 @@ fwshmem_drop_database(Oid dbid)
 		return;
 	fwshmem_walk(fwshmem_drop_visit, &dbid, FW_WALK_REMOVE);
 
-	for (;;)
-	{
-		LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
-		if (!fwshmem_retired())
-			break;
-		/* the new table has the entry only if a counter moved there */
-		LWLockRelease(fwshmem_admin_lock());
-		if (!fwshmem_attach(false))
-			return;
-	}
+	/* a new table has the entry only if a counter moved there */
+	if (!fwshmem_lock(FW_ADMIN_LOCK, LW_EXCLUSIVE))
+		return;
 	database = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, 0);
 	if (database != FW_NO_ENTRY)
 	{
@@ -698,7 +683,7 @@ fwshmem_enter_database(void)
 	int			entry;
 	bool		earlier = false;
 
-	if (marker == 0 || !fwshmem_lock_admin())
+	if (marker == 0 || !fwshmem_lock(FW_ADMIN_LOCK, LW_EXCLUSIVE))
 		return;
 	entry = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, 0);
 	if (entry != FW_NO_ENTRY && fw_shared->databases[entry].marker != marker)
@@ -728,7 +713,7 @@ fwshmem_database_moved(Oid dbid, uint64 marker)
 {
 	int			entry;
 
-	if (!fwshmem_lock_admin())
+	if (!fwshmem_lock(FW_ADMIN_LOCK, LW_EXCLUSIVE))
 		return;
 	entry = fwshmem_share_entry(fw_shared->databases, FW_MAX_DATABASES, dbid, false, 0);
 	if (entry != FW_NO_ENTRY)

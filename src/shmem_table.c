@@ -16,6 +16,7 @@
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 
+#include "atomic_time.h"
 #include "compat.h"
 #include "segment.h"
 #include "settings.h"
@@ -537,32 +538,48 @@ fwshmem_insert(uint32 bucket, const FwIdentity *id, const FwOwners *owners, uint
 void
 fwshmem_lower_reclaim_hint(int64 window_end)
 {
-	uint64		hint = pg_atomic_read_u64(&fw_shared->reclaim_after);
+	fwatomic_time_lower(&fw_shared->reclaim_after, window_end);
+}
 
-	while (window_end < (int64) hint &&
-		   !pg_atomic_compare_exchange_u64(&fw_shared->reclaim_after, &hint, (uint64) window_end))
-		;
+/*
+ * Rebuild a counter from its stored text (its stored name then its key, as
+ * the dump file and fwshmem_counter_text hold it) in the table in use, in
+ * the shares of owners, with its state data.  Returns its slot, or FW_NIL
+ * when there is no room.
+ */
+uint32
+fwshmem_insert_stored(Oid dbid, const char *text, int name_len, int key_len,
+					  const FwOwners *owners, const FwCounterData *data)
+{
+	FwIdentity	id;
+	const char *name;
+	int			stored_name_len;
+	const char *period_id;
+	int			period_id_len;
+	uint32		slot;
+	bool		moved;
+
+	fwshmem_split_stored_name(text, name_len, &name, &stored_name_len, &period_id,
+							  &period_id_len);
+	fwidentity_init_db(&id, dbid, name, stored_name_len, period_id, period_id_len,
+					   text + name_len, key_len);
+	if (fwshmem_insert(id.hash & (fw_shared->nbuckets - 1), &id, owners, &slot, &moved,
+					   NULL) != FW_APPLY_OK || moved)
+		return FW_NIL;
+	fw_slots[slot].counter.data = *data;
+	fwshmem_lower_reclaim_hint(data->window_end);
+	return slot;
 }
 
 void
 fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMode mode)
 {
-	LWLock	   *lock = &fw_shared->locks[partition].lock;
 	uint32		bucket;
 
-	if (mode != FW_WALK_UNLOCKED)
-	{
-		LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
-		while (fwshmem_retired())
-		{
-			/* the table was replaced: go on with this partition of the new one */
-			LWLockRelease(lock);
-			if (!fwshmem_attach(false))
-				return;
-			lock = &fw_shared->locks[partition].lock;
-			LWLockAcquire(lock, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED);
-		}
-	}
+	/* a table replaced meanwhile: go on with this partition of the new one */
+	if (mode != FW_WALK_UNLOCKED &&
+		!fwshmem_lock(partition, mode == FW_WALK_REMOVE ? LW_EXCLUSIVE : LW_SHARED))
+		return;
 	for (bucket = partition; bucket < fw_shared->nbuckets; bucket += FW_NUM_PARTITIONS)
 	{
 		uint32		prev = FW_NIL;
@@ -590,7 +607,7 @@ fwshmem_walk_partition(int partition, FwSlotVisitor visitor, void *arg, FwWalkMo
 		}
 	}
 	if (mode != FW_WALK_UNLOCKED)
-		LWLockRelease(lock);
+		LWLockRelease(&fw_shared->locks[partition].lock);
 }
 
 void
@@ -603,28 +620,46 @@ fwshmem_walk(FwSlotVisitor visitor, void *arg, FwWalkMode mode)
 }
 
 /*
- * Take the admin lock and every partition lock of the table in use, in
- * that order; returns false, holding none, if the table was replaced.
+ * Take lock (a partition's index, or FW_ADMIN_LOCK) of the current table in
+ * mode: a backend that gets the lock of a table replaced meanwhile lets it
+ * go, maps the new table and takes the lock of the same index there (a
+ * counter's partition is its hash's low bits whatever the table's size).
+ * Returns false, holding nothing, when there is no table.
  */
 bool
-fwshmem_lock_table(void)
+fwshmem_lock(int lock, LWLockMode mode)
+{
+	for (;;)
+	{
+		if (!fwshmem_attach(false))
+			return false;
+		LWLockAcquire(&fw_shared->locks[lock].lock, mode);
+		if (!fwshmem_retired())
+			return true;
+		LWLockRelease(&fw_shared->locks[lock].lock);
+	}
+}
+
+/*
+ * Take the admin lock and every partition lock of the current table, in
+ * that order (see fwshmem_lock); false, holding none, when there is no
+ * table.  Holding the admin lock, the table cannot be replaced.
+ */
+bool
+fwshmem_lock_all(void)
 {
 	int			i;
 
-	LWLockAcquire(fwshmem_admin_lock(), LW_EXCLUSIVE);
-	if (fwshmem_retired())
-	{
-		LWLockRelease(fwshmem_admin_lock());
+	if (!fwshmem_lock(FW_ADMIN_LOCK, LW_EXCLUSIVE))
 		return false;
-	}
 	for (i = 0; i < FW_NUM_PARTITIONS; i++)
 		LWLockAcquire(&fw_shared->locks[i].lock, LW_EXCLUSIVE);
 	return true;
 }
 
-/* Release what fwshmem_lock_table took. */
+/* Release what fwshmem_lock_all took. */
 void
-fwshmem_unlock_table(void)
+fwshmem_unlock_all(void)
 {
 	int			i;
 

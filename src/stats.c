@@ -65,6 +65,7 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 
+#include "atomic_time.h"
 #include "segment.h"
 #include "settings.h"
 #include "stats.h"
@@ -618,25 +619,6 @@ fwstats_count_refused(const FwIdentity *id, TimestampTz now)
 	fwstats_pending_of(id, now)->no_room++;
 }
 
-/* Raise, or lower, a time kept in an atomic to t. */
-static void
-fwstats_time_at_least(pg_atomic_uint64 *time, TimestampTz t)
-{
-	uint64		old = pg_atomic_read_u64(time);
-
-	while ((int64) old < t && !pg_atomic_compare_exchange_u64(time, &old, (uint64) t))
-		;
-}
-
-static void
-fwstats_time_at_most(pg_atomic_uint64 *time, TimestampTz t)
-{
-	uint64		old = pg_atomic_read_u64(time);
-
-	while ((int64) old > t && !pg_atomic_compare_exchange_u64(time, &old, (uint64) t))
-		;
-}
-
 /*
  * Add the calls counted in this backend to the shared entries, unless its
  * database was reset meanwhile.  Raises no error, since it runs when
@@ -685,9 +667,9 @@ fwstats_flush(void)
 			if (pending->denied > 0)
 			{
 				pg_atomic_fetch_add_u64(&entry->denied, pending->denied);
-				fwstats_time_at_least(&entry->last_denied_at, pending->last_denied_at);
+				fwatomic_time_raise(&entry->last_denied_at, pending->last_denied_at);
 			}
-			fwstats_time_at_most(&entry->since, pending->first_at);
+			fwatomic_time_lower(&entry->since, pending->first_at);
 		}
 		LWLockRelease(&fw_stats->lock.lock);
 	}

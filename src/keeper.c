@@ -147,7 +147,8 @@ fwkeeper_main(Datum arg)
 	{
 		ereport(LOG,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("fixed_window keeper not started: the shared memory of fixed_window was made by another version of its library"),
+				errmsg("fixed_window keeper not started"),
+				errdetail("The shared memory of fixed_window was made by another version of its library."),
 				errhint("Restart the server to use the library installed now.")));
 		proc_exit(0);
 	}
@@ -211,6 +212,7 @@ fwkeeper_start(bool dynamic)
 	else if (!RegisterDynamicBackgroundWorker(&worker, NULL))
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				errmsg("could not start the fixed_window keeper: shared-memory counters will not be saved at shutdown"),
+				errmsg("could not start the fixed_window keeper"),
+				errdetail("The counters in shared memory will not be saved at shutdown."),
 				errhint("Raise max_worker_processes (restart), or add fixed_window to shared_preload_libraries.")));
 }

@@ -350,8 +350,7 @@ fwshmem_resize(uint32 nslots, uint32 *old_nslots)
 	fwshmem_unlock_all();
 	(void) fwshmem_attach(true);
 	ereport(LOG,
-			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-			errmsg("fixed_window moved %u counters to a table of %u slots (was %u)",
+			(errmsg("fixed_window moved %u counters to a table of %u slots (was %u)",
 					copy.copied, nslots, *old_nslots)));
 	return copy.copied;
 }

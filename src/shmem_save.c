@@ -212,8 +212,7 @@ fwshmem_dump(void)
 		return;
 	}
 	ereport(LOG,
-			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-			errmsg("fixed_window saved %u counters", header.common.count)));
+			(errmsg("fixed_window saved %u counters", header.common.count)));
 	return;
 
 error:
@@ -496,8 +495,7 @@ fwshmem_load(FwLoad *load)
 		loaded++;
 	}
 	ereport(LOG,
-			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-			errmsg("fixed_window loaded %u of %u saved counters", loaded, load->count),
+			(errmsg("fixed_window loaded %u of %u saved counters", loaded, load->count),
 			ended > 0 ? errdetail("%u had windows that ended without tokens to carry over.", ended) : 0));
 	if (lost > 0)
 		ereport(WARNING,

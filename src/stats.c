@@ -358,9 +358,8 @@ fwstats_enter_database(void)
 	fw_entered = true;
 	if (earlier)
 		ereport(LOG,
-				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-				errmsg("fixed_window forgot the statistics of an earlier database with OID %u", dbid),
-				errdetail("They were made by another database of this OID, dropped since, or before this database moved to another tablespace, in either case while no session with the library saw it.")));
+				(errmsg("fixed_window forgot the statistics of an earlier database with OID %u", dbid),
+				errdetail("Another database of this OID was dropped, or this one moved to another tablespace, while no session with the library saw it.")));
 }
 
 /* A database moved to another tablespace: see fwshmem_database_moved. */

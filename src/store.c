@@ -52,39 +52,44 @@ fwstore_use_shmem(void)
 	return true;
 }
 
-/* Say why shared memory has no room for a new counter. */
+/*
+ * Say why shared memory has no room for a new counter; with fail_open, then
+ * what the call does instead.
+ */
 static void
-fwstore_full_detail(FwApplyResult result, const FwShmemUsage *usage)
+fwstore_full_detail(FwApplyResult result, const FwShmemUsage *usage, bool fail_open)
 {
 	Oid			roleid = GetSessionUserId();
 	const char *rolename = GetUserNameFromId(roleid, true);
+	const char *allowed = fail_open ?
+		" Calls for new keys are allowed without being counted." : "";
 
 	/* the table's size is the setting's, unless a restart or a resize made it other */
 	if (result == FW_APPLY_FULL && usage->nfree > 0 && usage->nslots == (uint32) fw_max_counters)
-		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
-				  usage->nslots, usage->nfree, usage->needed);
+		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.%s",
+				  usage->nslots, usage->nfree, usage->needed, allowed);
 	else if (result == FW_APPLY_FULL && usage->nfree > 0)
-		errdetail("Of the %u counter slots of the table, %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
-				  usage->nslots, usage->nfree, usage->needed);
+		errdetail("Of the %u counter slots of the table, %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.%s",
+				  usage->nslots, usage->nfree, usage->needed, allowed);
 	else if (result == FW_APPLY_FULL && usage->nslots == (uint32) fw_max_counters)
-		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
-				  usage->nslots);
+		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.%s",
+				  usage->nslots, allowed);
 	else if (result == FW_APPLY_FULL)
-		errdetail("All %u counter slots of the table hold counters whose windows have not ended; fixed_window.max_counters is %d.",
-				  usage->nslots, fw_max_counters);
+		errdetail("All %u counter slots of the table hold counters whose windows have not ended; fixed_window.max_counters is %d.%s",
+				  usage->nslots, fw_max_counters, allowed);
 	else if (result == FW_APPLY_ROLE_FULL && !usage->role_known)
-		errdetail("Shared memory already keeps counters of as many roles as it accounts for.");
+		errdetail("Shared memory already keeps counters of as many roles as it accounts for.%s", allowed);
 	else if (result == FW_APPLY_ROLE_FULL)
-		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of the table's %u slots).",
+		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of the table's %u slots).%s",
 				  rolename ? rolename : psprintf("%u", roleid), usage->role_slots,
-				  usage->role_limit, fw_role_share, usage->nslots);
+				  usage->role_limit, fw_role_share, usage->nslots, allowed);
 	else if (!usage->database_known)
-		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.",
-				  FW_MAX_DATABASES);
+		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.%s",
+				  FW_MAX_DATABASES, allowed);
 	else
-		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of the table's %u slots).",
+		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of the table's %u slots).%s",
 				  get_database_name(MyDatabaseId), usage->database_slots,
-				  usage->database_limit, fw_database_share, usage->nslots);
+				  usage->database_limit, fw_database_share, usage->nslots, allowed);
 }
 
 /*
@@ -176,8 +181,7 @@ fwstore_sweep(void)
 		fwshmem_drop_database(held[i]);
 		fwstats_forget_database(held[i], true);
 		ereport(LOG,
-				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-				errmsg("fixed_window forgot the counters and statistics of dropped database %u",
+				(errmsg("fixed_window forgot the counters and statistics of dropped database %u",
 					   held[i])));
 	}
 	pfree(held);
@@ -242,8 +246,8 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
-					fwstore_full_detail(result, &usage),
+					errmsg("rate limit counters are full"),
+					fwstore_full_detail(result, &usage, true),
 					fwstore_full_hint(result, &usage, true)));
 			last_warning = now;
 		}
@@ -253,6 +257,6 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("no room for a new rate limit counter"),
-				fwstore_full_detail(result, &usage),
+				fwstore_full_detail(result, &usage, false),
 				fwstore_full_hint(result, &usage, false)));
 }

@@ -14,7 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../src"
 
 # The layer of each file, bottom (0) to top:
-#   0  compat.h, window: window and token arithmetic (pure, unit-tested)
+#   0  compat.h, window: window and token arithmetic (pure, unit-tested);
+#      atomic_time.h: a time in an atomic, lowered or raised
 #   1  identity: counters' identities, hashes, validated limits;
 #      segment: the dynamic shared memory segments and their registry;
 #      settings: settings and clock; placeholder: the admin's values where
@@ -23,7 +24,9 @@ cd "$(dirname "$0")/../src"
 #      relations
 #   2  decide: a call (FwCall) and its decision (FwOutcome)
 #   3  shmem_store, table_store, stats, policy: the stores, the statistics
-#      and the policies' cache, peers
+#      and the policies' cache, peers; the shared-memory store in parts
+#      (shmem_table, shmem_save, shmem_resize) behind shmem_internal.h, which
+#      only they include
 #   4  store: picks a store, counts statistics, reports failures, forgets
 #      dropped databases
 #   5  call: builds a call, inline or from a policy with the key's overrides;
@@ -32,15 +35,16 @@ cd "$(dirname "$0")/../src"
 #      fixed_window: _PG_init and the hooks
 layer() {
     case "$1" in
-        compat.h | window.h | window.c) echo 0 ;;
+        compat.h | atomic_time.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
             placeholder.h | placeholder.c | subxact.h | subxact.c | \
             segment.h | segment.c) echo 1 ;;
         decide.h | decide.c) echo 2 ;;
-        shmem_store.h | shmem_store.c | table_store.h | table_store.c | stats.h | stats.c | \
+        shmem_store.h | shmem_store.c | shmem_internal.h | shmem_table.c | shmem_save.c | \
+            shmem_resize.c | table_store.h | table_store.c | stats.h | stats.c | \
             policy.h | policy.c) echo 3 ;;
         store.h | store.c) echo 4 ;;
-        call.h | call.c | keeper.c) echo 5 ;;
+        call.h | call.c | keeper.h | keeper.c) echo 5 ;;
         limit.c | admin.c | capacity.c | trigger.c | define.c | fixed_window.c) echo 6 ;;
         *) echo "unknown" ;;
     esac
@@ -58,6 +62,14 @@ for file in *.c *.h; do
         [ -f "$header" ] || continue                          # PostgreSQL's
         [ "$header" = compat.h ] && continue
         [ "${header%.h}" = "${file%.[ch]}" ] && continue      # its own header
+        # the shared-memory store's files share shmem_internal.h, theirs alone
+        if [ "$header" = shmem_internal.h ]; then
+            [[ $file == shmem_*.c ]] && continue
+            echo "src/$file includes shmem_internal.h, which only src/shmem_*.c may"
+            bad=1
+            continue
+        fi
+        [ "$file" = shmem_internal.h ] && [ "$header" = shmem_store.h ] && continue
         theirs=$(layer "$header")
         if [ "$theirs" = unknown ] || [ "$theirs" -ge "$mine" ]; then
             echo "src/$file (layer $mine) includes $header (layer $theirs)"
@@ -68,7 +80,7 @@ done
 # The prefix of the functions of each file.
 prefix() {
     case "${1%.[ch]}" in
-        shmem_store) echo fwshmem_ ;;
+        shmem_*) echo fwshmem_ ;;
         table_store) echo fwtable_ ;;
         fixed_window) echo fwinit_ ;;
         *) echo "fw${1%.[ch]}_" ;;

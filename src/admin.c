@@ -402,7 +402,7 @@ fw_resize_counters(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("slots must be between %d and %d", FW_MIN_COUNTERS, FW_MAX_COUNTERS),
 				errdetail("It was %d.", slots)));
-	if (!fwshmem_available())
+	if (!IsUnderPostmaster)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("fixed_window cannot keep counters in shared memory in a single-user server")));

@@ -51,7 +51,6 @@ fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 	call->n = 1;
 	call->shadow[0] = false;
 	fwidentity_init(&call->ids[0], name, name_len, key, key_len);
-	fwstore_prefetch(call);
 	fwidentity_define_limit(&call->limits[0], rate, period, start, capacity);
 	fwcall_cost(call, 0, cost, start == NULL, &call->ids[0], true);
 }
@@ -91,7 +90,6 @@ fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
 		if (exempt)
 			call->limits[i].cost = 0;
 	}
-	fwstore_prefetch(call);
 }
 
 /*

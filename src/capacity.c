@@ -120,7 +120,7 @@ fw_shmem_capacity(PG_FUNCTION_ARGS)
 		fwcapacity_holders(rsinfo, "role", capacity.roles, capacity.nroles,
 						   capacity.role_limit, fwcapacity_role_name);
 	}
-	else if (fwshmem_available())
+	else if (IsUnderPostmaster)
 		fwcapacity_row(rsinfo, "counters", NULL, fw_max_counters, 0, 0, 0);
 
 	stats = palloc(sizeof(FwStatsUsage));
@@ -134,7 +134,7 @@ fw_shmem_capacity(PG_FUNCTION_ARGS)
 			fwcapacity_row(rsinfo, "statistics", fwcapacity_database_name(stats->dbids[i]),
 						   stats->database_limit, stats->database_named[i], 0, -1);
 	}
-	else if (fwshmem_available())
+	else if (IsUnderPostmaster)
 		fwcapacity_row(rsinfo, "statistics", NULL, FW_MAX_STATS, 0, 0, 0);
 	return (Datum) 0;
 }

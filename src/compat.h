@@ -48,6 +48,18 @@
 #define pg_noreturn pg_attribute_noreturn()
 #endif
 
+/*
+ * A function or variable that several files of the library share and
+ * nothing outside it uses: the calls to it stay direct, not through the
+ * procedure linkage table, without link-time optimization too (16 builds
+ * modules with -fvisibility=hidden, 15 does not).
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define FW_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define FW_HIDDEN
+#endif
+
 /* _PG_init is declared by fmgr.h from 16 on. */
 #if PG_VERSION_NUM < 160000
 extern void _PG_init(void);

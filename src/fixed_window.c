@@ -33,6 +33,7 @@
 #include "tcop/utility.h"
 
 #include "compat.h"
+#include "keeper.h"
 #include "placeholder.h"
 #include "segment.h"
 #include "settings.h"
@@ -192,6 +193,7 @@ _PG_init(void)
 	held = fwplaceholder_note();
 	fwsettings_define();
 	fwshmem_define_settings();
+	fwshmem_start_keeper_hook = fwkeeper_start;
 	MarkGUCPrefixReserved("fixed_window");
 	fwplaceholder_restore(held);
 
@@ -213,6 +215,6 @@ _PG_init(void)
 #endif
 		prev_shmem_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = fwinit_shmem_startup_hook;
-		fwshmem_start_keeper(false);
+		fwkeeper_start(false);
 	}
 }

@@ -5,8 +5,8 @@
  *	  shared memory for the life of the server.
  *
  * It is started with the server when the library is preloaded, and by the
- * backend that creates the counters' table otherwise (shmem_store.c, which
- * names fwkeeper_main).  It
+ * backend that creates the counters' table otherwise (fwkeeper_start, which
+ * _PG_init gives shmem_store.c as fwshmem_start_keeper_hook).  It
  *
  *	- creates the table at start, with the counters saved at the last clean
  *	  shutdown, when it is the first to need it (a preloaded server);
@@ -29,7 +29,7 @@
  * server is stopping.
  * It ignores SIGINT (pg_cancel_backend): it runs no statement to cancel.
  * Should it not come back, the next backend that maps the counters starts
- * another (fwshmem_attach); while none runs, backends' calls resize and
+ * another (fwkeeper_start); while none runs, backends' calls resize and
  * forget dropped databases themselves.
  *
  * It connects to no database: it reads only pg_database, a shared catalog.
@@ -52,6 +52,7 @@
 #include "utils/pidfile.h"
 #include "utils/wait_event.h"
 
+#include "keeper.h"
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
@@ -59,8 +60,6 @@
 
 #define FW_SWEEP_MS		1000	/* how often dropped databases are looked for */
 #define FW_PID_FILE		"postmaster.pid"	/* miscinit.c's, in the data directory */
-
-PGDLLEXPORT void fwkeeper_main(Datum arg);
 
 static volatile sig_atomic_t fw_stopping = false;
 
@@ -102,6 +101,27 @@ fwkeeper_server_stopping(void)
 	return stopping;
 }
 
+/*
+ * At a clean shutdown, unless fixed_window.save is off: once the other
+ * backends have unmapped the table, save it, holding every lock of it so
+ * that the file is one state of the table.  Walsenders are not waited for:
+ * they exit after the keeper (see segment.c), and a call made over a
+ * replication connection after the save is not in the file.
+ */
+#define FW_UNMAP_POLL_MS	10
+
+static void
+fwkeeper_save_at_shutdown(void)
+{
+	while (fwshmem_mapped_by_others())
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 FW_UNMAP_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	fwshmem_save_now();
+}
+
 /* At exit, however it comes: let another keeper run. */
 static void
 fwkeeper_exit(int code, Datum arg)
@@ -127,7 +147,8 @@ fwkeeper_main(Datum arg)
 	{
 		ereport(LOG,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("fixed_window keeper not started: the shared memory of fixed_window was made by another version of its library"),
+				errmsg("fixed_window keeper not started"),
+				errdetail("The shared memory of fixed_window was made by another version of its library."),
 				errhint("Restart the server to use the library installed now.")));
 		proc_exit(0);
 	}
@@ -135,12 +156,7 @@ fwkeeper_main(Datum arg)
 		proc_exit(0);			/* another keeper runs: this one is not needed */
 	before_shmem_exit(fwkeeper_exit, (Datum) 0);
 
-	/* a preloaded server's table exists from the start, loaded */
-	fwshmem_open();
-	/* a size asked for while no keeper ran */
-	fwshmem_follow_setting();
-	/* the save of a keeper terminated before it: this one saves at shutdown */
-	fwshmem_forget_running_save();
+	fwshmem_keeper_begin();
 
 	while (!fw_stopping)
 	{
@@ -166,6 +182,37 @@ fwkeeper_main(Datum arg)
 				errdetail("It saved the counters, for a shutdown before it starts again in a moment.")));
 		proc_exit(1);
 	}
-	fwshmem_save_at_shutdown();
+	fwkeeper_save_at_shutdown();
 	proc_exit(0);
+}
+
+/*
+ * Start the keeper: from _PG_init when preloading (a worker the postmaster
+ * starts with the server), otherwise from a backend that finds no keeper
+ * running (fwshmem_attach, through fwshmem_start_keeper_hook).  Either is
+ * started again by the postmaster when it stops other than at a shutdown,
+ * and after a crash.
+ */
+#define FW_KEEPER_RESTART_S	1
+void
+fwkeeper_start(bool dynamic)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = FW_KEEPER_RESTART_S;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "fixed_window");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "fwkeeper_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "fixed_window keeper");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "fixed_window keeper");
+	if (!dynamic)
+		RegisterBackgroundWorker(&worker);
+	else if (!RegisterDynamicBackgroundWorker(&worker, NULL))
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				errmsg("could not start the fixed_window keeper"),
+				errdetail("The counters in shared memory will not be saved at shutdown."),
+				errhint("Raise max_worker_processes (restart), or add fixed_window to shared_preload_libraries.")));
 }

@@ -364,12 +364,13 @@ fwsegment_publish(FwSegment *segment)
  * the registry's lock); otherwise NULL is returned.  A segment that was
  * replaced is unmapped: the caller must hold nothing of it.
  */
-static FwSegment *
-fwsegment_lookup(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init, void *arg)
+FwSegment *
+fwsegment_map(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init, void *arg)
 {
 	FwSegment  *current = fw_current[kind];
 	dsm_segment *mapping;
 
+	Assert((size == NULL) == (init == NULL));
 	if (current != NULL && pg_atomic_read_u32(&current->retired) == 0)
 		return current;
 
@@ -406,20 +407,6 @@ fwsegment_lookup(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init, voi
 	fw_mapping[kind] = mapping;
 	fw_current[kind] = (FwSegment *) dsm_segment_address(mapping);
 	return fw_current[kind];
-}
-
-FwSegment *
-fwsegment_get(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init, void *arg)
-{
-	Assert(size != NULL && init != NULL);
-	return fwsegment_lookup(kind, size, init, arg);
-}
-
-/* The current segment of kind if there is one, else NULL. */
-FwSegment *
-fwsegment_find(FwSegmentKind kind)
-{
-	return fwsegment_lookup(kind, NULL, NULL, NULL);
 }
 
 /*

@@ -47,9 +47,8 @@ typedef void (*FwSegmentInit) (FwSegment *segment, void *arg);
 extern void fwsegment_request(void);
 extern void fwsegment_startup(void);
 extern int	fwsegment_lock_tranche(void);
-extern FwSegment *fwsegment_get(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init,
+extern FwSegment *fwsegment_map(FwSegmentKind kind, FwSegmentSize size, FwSegmentInit init,
 								void *arg);
-extern FwSegment *fwsegment_find(FwSegmentKind kind);
 extern FwSegment *fwsegment_create(FwSegmentKind kind, Size size);
 extern void fwsegment_replace(FwSegment *old, FwSegment *replacement);
 extern void fwsegment_discard(FwSegment *segment);

@@ -54,25 +54,28 @@ typedef struct FwShmemCapacity
 
 extern int	fw_max_counters;
 
+/*
+ * Starts the keeper from a backend that finds none running (keeper.c, a
+ * layer above): set by _PG_init, as PostgreSQL's hooks are.
+ */
+typedef void (*fwshmem_start_keeper_hook_type) (bool dynamic);
+extern PGDLLIMPORT fwshmem_start_keeper_hook_type fwshmem_start_keeper_hook;
+
 extern void fwshmem_define_settings(void);
-extern void fwshmem_start_keeper(bool dynamic);
-extern bool fwshmem_available(void);
-extern void fwshmem_open(void);
-extern void fwshmem_prefetch(uint32 hash);
-extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome);
+extern FwApplyResult fwshmem_apply(const FwCall *call, FwOutcome *outcome,
+								   FwShmemUsage *usage);
 extern void fwshmem_foreach(FwCounterVisitor visitor, void *arg, bool may_remove);
 extern bool fwshmem_remove(const FwIdentity *id);
 extern void fwshmem_drop_database(Oid dbid);
 extern void fwshmem_database_moved(Oid dbid, uint64 marker);
-extern void fwshmem_no_room_usage(FwShmemUsage *usage);
 extern bool fwshmem_capacity(FwShmemCapacity *capacity, TimestampTz now);
 extern uint32 fwshmem_resize(uint32 nslots, uint32 *old_nslots);
 extern void fwshmem_follow_setting(void);
 extern void fwshmem_record_setting(uint32 nslots);
 extern bool fwshmem_sweep_due(void);
-extern void fwshmem_save_at_shutdown(void);
+extern void fwshmem_keeper_begin(void);
+extern bool fwshmem_mapped_by_others(void);
 extern void fwshmem_save_now(void);
-extern void fwshmem_forget_running_save(void);
 extern int	fwshmem_databases(Oid *dbids);
 
 #endif							/* FW_SHMEM_STORE_H */

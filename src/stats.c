@@ -65,6 +65,7 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 
+#include "atomic_time.h"
 #include "segment.h"
 #include "settings.h"
 #include "stats.h"
@@ -210,9 +211,9 @@ fwstats_attach(bool create)
 	if (!IsUnderPostmaster)
 		return false;
 	if (create)
-		segment = fwsegment_get(FW_SEGMENT_STATS, fwstats_size, fwstats_init_segment, NULL);
+		segment = fwsegment_map(FW_SEGMENT_STATS, fwstats_size, fwstats_init_segment, NULL);
 	else
-		segment = fwsegment_find(FW_SEGMENT_STATS);
+		segment = fwsegment_map(FW_SEGMENT_STATS, NULL, NULL, NULL);
 	if (segment != NULL)
 		fw_stats = (FwStats *) ((char *) segment + FW_SEGMENT_HEADER_SIZE);
 	return fw_stats != NULL;
@@ -357,9 +358,8 @@ fwstats_enter_database(void)
 	fw_entered = true;
 	if (earlier)
 		ereport(LOG,
-				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-				errmsg("fixed_window forgot the statistics of an earlier database with OID %u", dbid),
-				errdetail("They were made by another database of this OID, dropped since, or before this database moved to another tablespace, in either case while no session with the library saw it.")));
+				(errmsg("fixed_window forgot the statistics of an earlier database with OID %u", dbid),
+				errdetail("Another database of this OID was dropped, or this one moved to another tablespace, while no session with the library saw it.")));
 }
 
 /* A database moved to another tablespace: see fwshmem_database_moved. */
@@ -618,25 +618,6 @@ fwstats_count_refused(const FwIdentity *id, TimestampTz now)
 	fwstats_pending_of(id, now)->no_room++;
 }
 
-/* Raise, or lower, a time kept in an atomic to t. */
-static void
-fwstats_time_at_least(pg_atomic_uint64 *time, TimestampTz t)
-{
-	uint64		old = pg_atomic_read_u64(time);
-
-	while ((int64) old < t && !pg_atomic_compare_exchange_u64(time, &old, (uint64) t))
-		;
-}
-
-static void
-fwstats_time_at_most(pg_atomic_uint64 *time, TimestampTz t)
-{
-	uint64		old = pg_atomic_read_u64(time);
-
-	while ((int64) old > t && !pg_atomic_compare_exchange_u64(time, &old, (uint64) t))
-		;
-}
-
 /*
  * Add the calls counted in this backend to the shared entries, unless its
  * database was reset meanwhile.  Raises no error, since it runs when
@@ -685,9 +666,9 @@ fwstats_flush(void)
 			if (pending->denied > 0)
 			{
 				pg_atomic_fetch_add_u64(&entry->denied, pending->denied);
-				fwstats_time_at_least(&entry->last_denied_at, pending->last_denied_at);
+				fwatomic_time_raise(&entry->last_denied_at, pending->last_denied_at);
 			}
-			fwstats_time_at_most(&entry->since, pending->first_at);
+			fwatomic_time_lower(&entry->since, pending->first_at);
 		}
 		LWLockRelease(&fw_stats->lock.lock);
 	}

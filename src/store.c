@@ -42,8 +42,9 @@ fwstore_use_shmem(void)
 	if (fw_storage == FW_STORAGE_TABLE)
 		return false;
 	if (fw_storage == FW_STORAGE_AUTO)
-		return fw_preloaded && fwshmem_available();
-	if (!fwshmem_available())
+		return fw_preloaded && IsUnderPostmaster;
+	/* any backend of a running server can: the segment is made on demand */
+	if (!IsUnderPostmaster)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				errmsg("fixed_window cannot keep counters in shared memory in a single-user server"),
@@ -51,51 +52,44 @@ fwstore_use_shmem(void)
 	return true;
 }
 
-/* Start loading the counters' memory while the caller does other work. */
-void
-fwstore_prefetch(const FwCall *call)
-{
-	int			i;
-
-	for (i = 0; i < call->n; i++)
-		fwshmem_prefetch(call->ids[i].hash);
-}
-
-/* Say why shared memory has no room for a new counter. */
+/*
+ * Say why shared memory has no room for a new counter; with fail_open, then
+ * what the call does instead.
+ */
 static void
-fwstore_full_detail(FwApplyResult result)
+fwstore_full_detail(FwApplyResult result, const FwShmemUsage *usage, bool fail_open)
 {
-	FwShmemUsage usage;
 	Oid			roleid = GetSessionUserId();
 	const char *rolename = GetUserNameFromId(roleid, true);
+	const char *allowed = fail_open ?
+		" Calls for new keys are allowed without being counted." : "";
 
-	fwshmem_no_room_usage(&usage);
 	/* the table's size is the setting's, unless a restart or a resize made it other */
-	if (result == FW_APPLY_FULL && usage.nfree > 0 && usage.nslots == (uint32) fw_max_counters)
-		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
-				  usage.nslots, usage.nfree, usage.needed);
-	else if (result == FW_APPLY_FULL && usage.nfree > 0)
-		errdetail("Of the %u counter slots of the table, %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.",
-				  usage.nslots, usage.nfree, usage.needed);
-	else if (result == FW_APPLY_FULL && usage.nslots == (uint32) fw_max_counters)
-		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.",
-				  usage.nslots);
+	if (result == FW_APPLY_FULL && usage->nfree > 0 && usage->nslots == (uint32) fw_max_counters)
+		errdetail("Of the %u counter slots (fixed_window.max_counters), %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.%s",
+				  usage->nslots, usage->nfree, usage->needed, allowed);
+	else if (result == FW_APPLY_FULL && usage->nfree > 0)
+		errdetail("Of the %u counter slots of the table, %u were free, fewer than the %u this counter's name and key need; the others held counters whose windows had not ended.%s",
+				  usage->nslots, usage->nfree, usage->needed, allowed);
+	else if (result == FW_APPLY_FULL && usage->nslots == (uint32) fw_max_counters)
+		errdetail("All %u counter slots (fixed_window.max_counters) hold counters whose windows have not ended.%s",
+				  usage->nslots, allowed);
 	else if (result == FW_APPLY_FULL)
-		errdetail("All %u counter slots of the table hold counters whose windows have not ended; fixed_window.max_counters is %d.",
-				  usage.nslots, fw_max_counters);
-	else if (result == FW_APPLY_ROLE_FULL && !usage.role_known)
-		errdetail("Shared memory already keeps counters of as many roles as it accounts for.");
+		errdetail("All %u counter slots of the table hold counters whose windows have not ended; fixed_window.max_counters is %d.%s",
+				  usage->nslots, fw_max_counters, allowed);
+	else if (result == FW_APPLY_ROLE_FULL && !usage->role_known)
+		errdetail("Shared memory already keeps counters of as many roles as it accounts for.%s", allowed);
 	else if (result == FW_APPLY_ROLE_FULL)
-		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of the table's %u slots).",
-				  rolename ? rolename : psprintf("%u", roleid), usage.role_slots,
-				  usage.role_limit, fw_role_share, usage.nslots);
-	else if (!usage.database_known)
-		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.",
-				  FW_MAX_DATABASES);
+		errdetail("Role \"%s\" holds %u counter slots in windows that have not ended, in all databases, and one role may hold %u (fixed_window.role_share = %d%% of the table's %u slots).%s",
+				  rolename ? rolename : psprintf("%u", roleid), usage->role_slots,
+				  usage->role_limit, fw_role_share, usage->nslots, allowed);
+	else if (!usage->database_known)
+		errdetail("Shared memory already keeps counters of %d databases, the most it accounts for.%s",
+				  FW_MAX_DATABASES, allowed);
 	else
-		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of the table's %u slots).",
-				  get_database_name(MyDatabaseId), usage.database_slots,
-				  usage.database_limit, fw_database_share, usage.nslots);
+		errdetail("Database \"%s\" holds %u counter slots in windows that have not ended, and one database may hold %u (fixed_window.database_share = %d%% of the table's %u slots).%s",
+				  get_database_name(MyDatabaseId), usage->database_slots,
+				  usage->database_limit, fw_database_share, usage->nslots, allowed);
 }
 
 /*
@@ -104,23 +98,21 @@ fwstore_full_detail(FwApplyResult result)
  * would do otherwise.
  */
 static int
-fwstore_full_hint(FwApplyResult result, bool fail_open)
+fwstore_full_hint(FwApplyResult result, const FwShmemUsage *usage, bool fail_open)
 {
 	const char *otherwise = fail_open ?
 		"This warning repeats at most once a minute per session." :
 		"Or set fixed_window.fail_open to allow such calls uncounted.";
-	FwShmemUsage usage;
 
-	fwshmem_no_room_usage(&usage);
 	if (result == FW_APPLY_FULL)
 		return errhint("Raise fixed_window.max_counters with ALTER SYSTEM and a reload, or call fw_resize_counters(). %s",
 					   otherwise);
-	if (result == FW_APPLY_ROLE_FULL && !usage.role_known)
+	if (result == FW_APPLY_ROLE_FULL && !usage->role_known)
 		return errhint("Wait until the windows of other roles' counters end. %s", otherwise);
 	if (result == FW_APPLY_ROLE_FULL)
 		return errhint("Raise fixed_window.role_share (a reload), or fixed_window.max_counters. %s",
 					   otherwise);
-	if (!usage.database_known)
+	if (!usage->database_known)
 		return errhint("Wait until the windows of other databases' counters end. %s", otherwise);
 	return errhint("Raise fixed_window.database_share (a reload), or fixed_window.max_counters. %s",
 				   otherwise);
@@ -189,8 +181,7 @@ fwstore_sweep(void)
 		fwshmem_drop_database(held[i]);
 		fwstats_forget_database(held[i], true);
 		ereport(LOG,
-				(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
-				errmsg("fixed_window forgot the counters and statistics of dropped database %u",
+				(errmsg("fixed_window forgot the counters and statistics of dropped database %u",
 					   held[i])));
 	}
 	pfree(held);
@@ -212,6 +203,7 @@ void
 fwstore_apply(const FwCall *call, FwOutcome *outcome)
 {
 	FwApplyResult result;
+	FwShmemUsage usage;
 	bool		full;
 
 	if (fwstore_use_shmem())
@@ -224,7 +216,7 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 			(void) fwsubxact_try_or_log(fwstore_sweep_step, NULL);
 		if (call->mode == FW_MODE_SPEND)
 			fwstats_open();
-		result = fwshmem_apply(call, outcome);
+		result = fwshmem_apply(call, outcome, &usage);
 		full = fwdecide_no_room(result);
 		if (call->mode == FW_MODE_SPEND && (result == FW_APPLY_OK || (full && fw_fail_open)))
 			fwstats_count(&call->ids[0], &outcome->decisions[0], &outcome->verdict, full);
@@ -254,9 +246,9 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					errmsg("rate limit counters are full: allowing calls for new keys without counting them"),
-					fwstore_full_detail(result),
-					fwstore_full_hint(result, true)));
+					errmsg("rate limit counters are full"),
+					fwstore_full_detail(result, &usage, true),
+					fwstore_full_hint(result, &usage, true)));
 			last_warning = now;
 		}
 		return;
@@ -265,6 +257,6 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				errmsg("no room for a new rate limit counter"),
-				fwstore_full_detail(result),
-				fwstore_full_hint(result, false)));
+				fwstore_full_detail(result, &usage, false),
+				fwstore_full_hint(result, &usage, false)));
 }

@@ -13,7 +13,6 @@
 #include "decide.h"
 
 extern bool fwstore_use_shmem(void);
-extern void fwstore_prefetch(const FwCall *call);
 extern void fwstore_apply(const FwCall *call, FwOutcome *outcome);
 extern void fwstore_sweep(void);
 

@@ -211,23 +211,24 @@ fw_shmem_reset(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 	{
 		text	   *key = PG_GETARG_TEXT_PP(1);
+		FwNameKey	nk;
 		FwIdentity	id;
 		FwPolicyKey policy;
 		int64		removed;
 		int			i;
 
-		fwidentity_init(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-						VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+		fwidentity_name_key(&nk, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
+							VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+		fwidentity_init(&id, &nk, "", 0, 0);
 		removed = fwshmem_remove(&id) ? 1 : 0;
 		policy.nwindows = 0;
 		if (VARSIZE_ANY_EXHDR(name) <= FW_MAX_NAME_BYTES)
-			(void) fwpolicy_lookup(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0, &policy);
+			(void) fwpolicy_lookup(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0, 0,
+								   &policy);
 		for (i = 0; i < policy.nwindows; i++)
 		{
-			fwidentity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-								   policy.windows[i].period_id,
-								   policy.windows[i].period_id_len,
-								   VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+			fwidentity_init(&id, &nk, policy.windows[i].period_id,
+							policy.windows[i].period_id_len, policy.windows[i].period_hash);
 			removed += fwshmem_remove(&id) ? 1 : 0;
 		}
 		PG_RETURN_INT64(removed);

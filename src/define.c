@@ -132,17 +132,12 @@ Datum
 fw_lock_policy(PG_FUNCTION_ARGS)
 {
 	text	   *name;
-	FwIdentity	id;
 	uint64		hash;
 	LOCKTAG		tag;
 
 	fwdefine_require(fcinfo, 0, "name");
 	name = PG_GETARG_TEXT_PP(0);
-	memset(&id, 0, sizeof(id));
-	id.name = VARDATA_ANY(name);
-	id.name_len = VARSIZE_ANY_EXHDR(name);
-	id.key = "";
-	hash = fwidentity_hash64(&id);
+	hash = fwidentity_hash64(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), "", 0);
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
 						 FW_LOCKTAG_POLICY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);

@@ -35,38 +35,72 @@ fwidentity_check_length(const char *what, int len, int max_bytes)
 }
 
 /*
- * The identity of an inline call's counter (name, key) of this database,
- * its lengths already checked.
+ * The hash of a counter's identity, from the hashes of its parts: the same
+ * whether they were hashed for this counter alone (fwidentity_init_db) or
+ * once for all the counters of a call (fwidentity_init).
  */
-void
-fwidentity_init(FwIdentity *id, const char *name, int name_len,
-				const char *key, int key_len)
+static inline uint32
+fwidentity_combine(Oid dbid, uint32 name_hash, int period_id_len, uint32 period_hash,
+				   uint32 key_hash)
 {
-	fwidentity_init_db(id, MyDatabaseId, name, name_len, "", 0, key, key_len);
+	uint32		hash = name_hash;
+
+	if (period_id_len > 0)
+		hash = hash_combine(hash, period_hash);
+	return hash_combine(hash_bytes_uint32(dbid), hash_combine(hash, key_hash));
 }
 
 /*
- * The identity of the counter of one window of a policy of this database:
- * the policy's name, the window's period identifier and the key.  The
+ * Hash a call's name and key, once for all its counters, into *nk; their
+ * lengths are already checked.
+ */
+void
+fwidentity_name_key(FwNameKey *nk, const char *name, int name_len,
+					const char *key, int key_len)
+{
+	nk->name = name;
+	nk->name_len = name_len;
+	nk->key = key;
+	nk->key_len = key_len;
+	nk->name_hash = hash_bytes((const unsigned char *) name, name_len);
+	nk->key_hash = hash_bytes((const unsigned char *) key, key_len);
+	nk->hash64 = fwidentity_hash64(name, name_len, key, key_len);
+}
+
+/* The hash of a policy window's period identifier, kept with the window. */
+uint32
+fwidentity_period_hash(const char *period_id, int period_id_len)
+{
+	return hash_bytes((const unsigned char *) period_id, period_id_len);
+}
+
+/*
+ * The identity of a counter of a call of this database: an inline call's
+ * (period_id_len 0), or that of one window of a policy, given its period
+ * identifier and that identifier's hash (fwidentity_period_hash).  The
  * strings must live as long as id.
  */
 void
-fwidentity_init_window(FwIdentity *id, const char *name, int name_len,
-					   const char *period_id, int period_id_len,
-					   const char *key, int key_len)
+fwidentity_init(FwIdentity *id, const FwNameKey *nk,
+				const char *period_id, int period_id_len, uint32 period_hash)
 {
-	fwidentity_init_db(id, MyDatabaseId, name, name_len, period_id, period_id_len,
-					   key, key_len);
+	id->dbid = MyDatabaseId;
+	id->name = nk->name;
+	id->name_len = nk->name_len;
+	id->period_id = period_id;
+	id->period_id_len = period_id_len;
+	id->key = nk->key;
+	id->key_len = nk->key_len;
+	id->hash = fwidentity_combine(MyDatabaseId, nk->name_hash, period_id_len, period_hash,
+								  nk->key_hash);
 }
 
-/* The identity of a counter of any database. */
+/* The identity of a counter of any database, hashed from its parts. */
 void
 fwidentity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
 				   const char *period_id, int period_id_len,
 				   const char *key, int key_len)
 {
-	uint32		hash;
-
 	id->dbid = dbid;
 	id->name = name;
 	id->name_len = name_len;
@@ -74,24 +108,26 @@ fwidentity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
 	id->period_id_len = period_id_len;
 	id->key = key;
 	id->key_len = key_len;
-	hash = hash_bytes((const unsigned char *) name, name_len);
-	if (period_id_len > 0)
-		hash = hash_combine(hash, hash_bytes((const unsigned char *) period_id, period_id_len));
-	id->hash = hash_combine(hash_bytes_uint32(dbid),
-							hash_combine(hash, hash_bytes((const unsigned char *) key, key_len)));
+	id->hash = fwidentity_combine(dbid, hash_bytes((const unsigned char *) name, name_len),
+								  period_id_len,
+								  period_id_len > 0 ?
+								  fwidentity_period_hash(period_id, period_id_len) : 0,
+								  hash_bytes((const unsigned char *) key, key_len));
 }
 
 /*
  * The 64-bit hash of a limit's or policy's name and key, whatever the
- * window: the phase of start => NULL, and the key lock of the table backend.
- * Stable for a given server build.
+ * window: the phase of start => NULL, the key's overrides in the policies'
+ * cache, and the key lock of the table backend; the lock of a policy's
+ * definition hashes its name with an empty key.  Stable for a given server
+ * build.
  */
 uint64
-fwidentity_hash64(const FwIdentity *id)
+fwidentity_hash64(const char *name, int name_len, const char *key, int key_len)
 {
-	uint64		seed = hash_bytes_extended((const unsigned char *) id->name, id->name_len, 0);
+	uint64		seed = hash_bytes_extended((const unsigned char *) name, name_len, 0);
 
-	return hash_bytes_extended((const unsigned char *) id->key, id->key_len, seed);
+	return hash_bytes_extended((const unsigned char *) key, key_len, seed);
 }
 
 /*
@@ -248,14 +284,15 @@ fwidentity_limit_check_now(const FwLimit *limit, bool phase, int64 now)
 
 /*
  * Check the cost of a call of a defined limit and, when the limit's start
- * is the key's phase (phase true), derive it from the counter's identity.
+ * is the key's phase (phase true), derive it from hash64, the 64-bit hash
+ * of the call's name and key (fwidentity_hash64).
  * A cost above the capacity is an error where the caller gave both
  * (within_capacity: an inline call); a policy's window answers it as a
  * denial that no time will lift, since the caller cannot know what an
  * admin defined.
  */
 void
-fwidentity_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
+fwidentity_limit_cost(FwLimit *limit, uint64 hash64, int32 cost, bool phase,
 					  bool within_capacity)
 {
 	limit->cost = cost;
@@ -273,7 +310,7 @@ fwidentity_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool pha
 				errhint("Raise capacity, which defaults to the rate, or lower the cost.")));
 
 	if (phase &&
-		fwwindow_phase_start(&limit->period, fwidentity_hash64(id), &limit->start) != FW_STATUS_OK)
+		fwwindow_phase_start(&limit->period, hash64, &limit->start) != FW_STATUS_OK)
 		fwidentity_phase_error();
 }
 

@@ -284,7 +284,7 @@ fwtable_lock_policy_key(const FwCall *call)
 {
 	LOCKTAG		tag;
 
-	fwtable_key_locktag(&tag, fwidentity_hash64(&call->ids[0]), FW_LOCKTAG_KEY);
+	fwtable_key_locktag(&tag, call->key_hash64, FW_LOCKTAG_KEY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -875,7 +875,7 @@ fwtable_apply(const FwCall *call, FwOutcome *outcome)
 	for (i = 0; i < call->n; i++)
 	{
 		fwtable_row_key_init(&rows[i].rk, &call->ids[i], table.natts);
-		fwtable_key_locktag(&rows[i].create_lock, fwidentity_hash64(&call->ids[i]), FW_LOCKTAG_FIELD4);
+		fwtable_key_locktag(&rows[i].create_lock, call->key_hash64, FW_LOCKTAG_FIELD4);
 		rows[i].slot = table_slot_create(table.rel, NULL);
 	}
 

@@ -15,8 +15,8 @@ cd "$(dirname "$0")/../src"
 
 # The layer of each file, bottom (0) to top:
 #   0  compat.h, window: window and token arithmetic (pure, unit-tested)
-#   1  identity: counters' identities, hashes, validated limits;
-#      segment: the dynamic shared memory segments and their registry;
+#   1  identity: counters' identities and hashes; validate: the checks of
+#      a limit's arguments; segment: the dynamic shared memory segments and their registry;
 #      settings: settings and clock; placeholder: the admin's values where
 #      a role's was refused when the library loaded; subxact: a step that
 #      may fail without failing its caller; catalog: the extension's
@@ -35,7 +35,7 @@ layer() {
         compat.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
             placeholder.h | placeholder.c | subxact.h | subxact.c | \
-            segment.h | segment.c) echo 1 ;;
+            segment.h | segment.c | validate.h | validate.c) echo 1 ;;
         decide.h | decide.c) echo 2 ;;
         shmem_store.h | shmem_store.c | table_store.h | table_store.c | stats.h | stats.c | \
             policy.h | policy.c) echo 3 ;;

@@ -21,6 +21,7 @@
 
 #include "call.h"
 #include "store.h"
+#include "validate.h"
 
 /*
  * Check the cost of window i of a call and, when its start is the key's
@@ -38,7 +39,7 @@ fwcall_cost(FwCall *call, int i, int32 cost, bool phase, bool within_capacity)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fwidentity_limit_cost(&call->limits[i], call->key_hash64, cost, phase, within_capacity);
+	fwvalidate_cost(&call->limits[i], call->key_hash64, cost, phase, within_capacity);
 }
 
 /* The window of an inline call. */
@@ -57,7 +58,7 @@ fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 	call->shadow[0] = false;
 	fwidentity_init(&call->ids[0], &nk, "", 0, 0);
 	fwstore_prefetch(call);
-	fwidentity_define_limit(&call->limits[0], rate, period, start, capacity);
+	fwvalidate_limit(&call->limits[0], rate, period, start, capacity);
 	fwcall_cost(call, 0, cost, start == NULL, true);
 }
 

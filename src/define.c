@@ -22,6 +22,7 @@
 
 #include "identity.h"
 #include "settings.h"
+#include "validate.h"
 
 PG_FUNCTION_INFO_V1(fw_window_id);
 PG_FUNCTION_INFO_V1(fw_window_in_range);
@@ -69,9 +70,9 @@ fwdefine_window_limit(FunctionCallInfo fcinfo, int first, FwLimit *limit)
 		start = PG_GETARG_TIMESTAMPTZ(first + 2);
 	if (!PG_ARGISNULL(first + 3))
 		capacity = PG_GETARG_INT32(first + 3);
-	fwidentity_define_limit(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
-							PG_ARGISNULL(first + 2) ? NULL : &start,
-							PG_ARGISNULL(first + 3) ? NULL : &capacity);
+	fwvalidate_limit(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
+					 PG_ARGISNULL(first + 2) ? NULL : &start,
+					 PG_ARGISNULL(first + 3) ? NULL : &capacity);
 	return PG_ARGISNULL(first + 2);
 }
 
@@ -114,7 +115,7 @@ fw_window_in_range(PG_FUNCTION_ARGS)
 	FwLimit		limit;
 	bool		phase = fwdefine_window_limit(fcinfo, 0, &limit);
 
-	fwidentity_limit_check_now(&limit, phase, fwsettings_clock_now());
+	fwvalidate_now(&limit, phase, fwsettings_clock_now());
 	PG_RETURN_VOID();
 }
 

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * identity.h
- *	  What one call is about: the counter it names (database, limit name,
- *	  key) and its validated limit; and how applying it to a store ends.
+ *	  What one call is about: the counters it names (database, limit name,
+ *	  a policy window's period, key) and their hashes.
  *
  * The layer above the window arithmetic (window.h) and below the stores:
  * everything here is shared by both stores and by every SQL-callable file.
@@ -109,10 +109,4 @@ extern uint64 fwidentity_hash64(const char *name, int name_len, const char *key,
 extern uint64 fwidentity_database_marker(void);
 extern uint64 fwidentity_database_marker_at(Oid dbid, Oid tablespace);
 extern int	fwidentity_period_id(const FwPeriod *period, char *buf);
-extern void fwidentity_define_limit(FwLimit *limit, int32 rate, const Interval *period,
-									const TimestampTz *start, const int32 *capacity);
-extern void fwidentity_limit_cost(FwLimit *limit, uint64 hash64, int32 cost, bool phase,
-								  bool within_capacity);
-extern void fwidentity_limit_check_now(const FwLimit *limit, bool phase, int64 now);
-pg_noreturn extern void fwidentity_window_range_error(void);
 #endif							/* FW_IDENTITY_H */

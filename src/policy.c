@@ -66,6 +66,7 @@
 
 #include "catalog.h"
 #include "policy.h"
+#include "validate.h"
 
 /* How many keys, and how many bytes of their text, the key cache holds. */
 #define FW_KEY_CACHE_ENTRIES	65536
@@ -364,11 +365,11 @@ fwpolicy_read_windows(Relation rel, Relation index, Snapshot snapshot,
 		window->period = *DatumGetIntervalP(fwpolicy_column(tuple, tupdesc, POL_PERIOD, &isnull));
 		start = DatumGetTimestampTz(fwpolicy_column(tuple, tupdesc, POL_START, &window->phase));
 		capacity = DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_CAPACITY, &isnull));
-		fwidentity_define_limit(&window->limit,
-								DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_RATE, &isnull)),
-								&window->period,
-								window->phase ? NULL : &start,
-								&capacity);
+		fwvalidate_limit(&window->limit,
+						 DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_RATE, &isnull)),
+						 &window->period,
+						 window->phase ? NULL : &start,
+						 &capacity);
 		window->shadow = DatumGetBool(fwpolicy_column(tuple, tupdesc, POL_SHADOW, &isnull));
 		period_id = fwpolicy_text_column(tuple, tupdesc, POL_PERIOD_ID, &window->period_id_len);
 		if (window->period_id_len >= FW_MAX_PERIOD_ID)

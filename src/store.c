@@ -31,6 +31,7 @@
 #include "store.h"
 #include "subxact.h"
 #include "table_store.h"
+#include "validate.h"
 
 #define FW_FAIL_OPEN_WARNING_MS	(60 * 1000) /* at most one warning a minute */
 
@@ -238,7 +239,7 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 	}
 
 	if (result == FW_APPLY_OUT_OF_RANGE)
-		fwidentity_window_range_error();
+		fwvalidate_range_error();
 	if (full && fw_fail_open)
 	{
 		static TimestampTz last_warning = 0;

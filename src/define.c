@@ -31,6 +31,15 @@ PG_FUNCTION_INFO_V1(fw_policy_changed);
 PG_FUNCTION_INFO_V1(fw_acting_role);
 
 /*
+ * The advisory locks of fixed_window, told apart from pg_advisory_lock's
+ * (objsubid 1 and 2) by their objsubid in pg_locks: 18007 to 18010, this
+ * one here and the table backend's in table_store.c (18007, a counter row
+ * being created; 18008, a policy's call on a key; 18010, a name given
+ * statistics of its own).
+ */
+#define FW_LOCKTAG_POLICY	18009	/* a change of a policy's definition */
+
+/*
  * fw_acting_role() returns name
  *
  * The role the session acts as (its SET ROLE, or its login role), also

@@ -27,15 +27,6 @@
 #define FW_MAX_PERIOD_ID	48
 
 /*
- * The advisory locks of fixed_window, told apart from pg_advisory_lock's
- * (objsubid 1 and 2) by their objsubid in pg_locks.
- */
-#define FW_LOCKTAG_FIELD4	18007	/* a counter row being created (table) */
-#define FW_LOCKTAG_KEY		18008	/* a policy's call on a key (table) */
-#define FW_LOCKTAG_POLICY	18009	/* a change of a policy's definition */
-#define FW_LOCKTAG_STATS	18010	/* a name given statistics of its own (table) */
-
-/*
  * The identity of a counter: database, limit or policy name, for a policy's
  * window its period's identifier (fwidentity_period_id), and key, compared exactly.
  * An inline call's counter has no period identifier (period_id_len 0); no

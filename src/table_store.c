@@ -84,6 +84,16 @@
 #define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
 #define FW_OPEN_ATTEMPTS	3		/* the table found anew after a drop or a reindex */
 
+/*
+ * The advisory locks of fixed_window, told apart from pg_advisory_lock's
+ * (objsubid 1 and 2) by their objsubid in pg_locks: 18007 to 18010, the
+ * table's here, and 18009 (FW_LOCKTAG_POLICY, a change of a policy's
+ * definition) in define.c.
+ */
+#define FW_LOCKTAG_FIELD4	18007	/* a counter row being created */
+#define FW_LOCKTAG_KEY		18008	/* a policy's call on a key */
+#define FW_LOCKTAG_STATS	18010	/* a name given statistics of its own */
+
 /* The columns of fw_counter, in order. */
 enum
 {

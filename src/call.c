@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * call.c
- *	  One call of a limit given inline or of a named policy: its windows,
- *	  applied to the store, and the answer.
+ *	  One call of a limit given inline or of a named policy: its windows.
  *
  * An inline call has one window, whose counter is named by the limit's
  * name.  A named call has one window per window of its policy, with the
@@ -98,16 +97,4 @@ fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
 			call->limits[i].cost = 0;
 	}
 	fwstore_prefetch(call);
-}
-
-/*
- * The answer of a call as fw_limit gives it: allowed or not, when to retry,
- * and the tokens and time left of its most restrictive window.
- */
-void
-fwcall_answer(const FwCall *call, const FwOutcome *outcome, FwDecision *answer)
-{
-	*answer = outcome->decisions[outcome->verdict.deciding];
-	answer->ok = outcome->verdict.ok;
-	answer->retry_after = outcome->verdict.retry_after;
 }

@@ -86,6 +86,7 @@ typedef struct FwOutcome
 
 extern FwApplyResult fwdecide_call(const FwCall *call, FwState *const *states,
 								   int64 now, FwOutcome *outcome);
+extern void fwdecide_answer(const FwOutcome *outcome, FwDecision *answer);
 extern void fwdecide_no_promise(const FwCall *call, FwOutcome *outcome);
 
 #endif							/* FW_DECIDE_H */

@@ -23,6 +23,7 @@ OBJS = \
 	src/store.o \
 	src/table_store.o \
 	src/trigger.o \
+	src/validate.o \
 	src/window.o
 # A fresh install of the current version runs the same scripts an update
 # does, in order: sql/fixed_window--$(EXTVERSION).sql is built from them,

@@ -5,6 +5,8 @@
 #     and compat.h), never of its own layer or above, so that there is no
 #     include cycle and the stores and statistics, peers, know nothing of
 #     each other.
+#   - The table of layers in docs/development.md says what layer() says:
+#     every file of src/ in its layer there, and no file that is gone.
 #   - Names: a C function that SQL calls (PG_FUNCTION_INFO_V1) has the SQL
 #     function's name, or that name and a suffix for one of its argument
 #     lists, and is named by an install script; it alone starts with "fw_".
@@ -16,8 +18,8 @@ cd "$(dirname "$0")/../src"
 # The layer of each file, bottom (0) to top:
 #   0  compat.h, window: window and token arithmetic (pure, unit-tested);
 #      atomic_time.h: a time in an atomic, lowered or raised
-#   1  identity: counters' identities, hashes, validated limits;
-#      segment: the dynamic shared memory segments and their registry;
+#   1  identity: counters' identities and hashes; validate: the checks of
+#      a limit's arguments; segment: the dynamic shared memory segments and their registry;
 #      settings: settings and clock; placeholder: the admin's values where
 #      a role's was refused when the library loaded; subxact: a step that
 #      may fail without failing its caller; catalog: the extension's
@@ -28,7 +30,8 @@ cd "$(dirname "$0")/../src"
 #      (shmem_table, shmem_save, shmem_resize) behind shmem_internal.h, which
 #      only they include
 #   4  store: picks a store, counts statistics, reports failures, forgets
-#      dropped databases
+#      dropped databases and marks moved ones anew, removes a name's or a
+#      key's counters from shared memory
 #   5  call: builds a call, inline or from a policy with the key's overrides;
 #      keeper: the background worker that looks after shared memory
 #   6  limit, admin, capacity, trigger, define: the SQL-callable functions;
@@ -38,7 +41,7 @@ layer() {
         compat.h | atomic_time.h | window.h | window.c) echo 0 ;;
         identity.h | identity.c | settings.h | settings.c | catalog.h | catalog.c | \
             placeholder.h | placeholder.c | subxact.h | subxact.c | \
-            segment.h | segment.c) echo 1 ;;
+            segment.h | segment.c | validate.h | validate.c) echo 1 ;;
         decide.h | decide.c) echo 2 ;;
         shmem_store.h | shmem_store.c | shmem_internal.h | shmem_table.c | shmem_save.c | \
             shmem_resize.c | table_store.h | table_store.c | stats.h | stats.c | \
@@ -77,6 +80,39 @@ for file in *.c *.h; do
         fi
     done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$file")
 done
+# The table of layers in docs/development.md ("### Layers of src/"): a row
+# is "| N | `name`, `file.c`/`.h`, ... | what they hold |"; a name alone
+# stands for its .c and .h, "`.h`" after a file for that file's header.
+table_bad=0
+declare -A documented=()
+while IFS='|' read -r _ n files _; do
+    n=${n// /}
+    [[ $n =~ ^[0-9]+$ ]] || continue
+    # shellcheck disable=SC2016 # Markdown's backquotes, not the shell's
+    while read -r name; do
+        [[ $name == .* ]] && continue
+        documented[${name%.[ch]}]=$n
+    done < <(grep -o '`[^`]*`' <<<"$files" | tr -d '`')
+done < <(awk '/^### Layers of src\//{on=1; next} on && /^#/{exit} on' ../docs/development.md)
+for file in *.c *.h; do
+    mine=$(layer "$file")
+    [ "$mine" = unknown ] && continue                   # said above
+    theirs=${documented[${file%.[ch]}]-}
+    if [ -z "$theirs" ]; then
+        echo "src/$file (layer $mine) is missing from the table of layers in docs/development.md"
+        table_bad=1
+    elif [ "$theirs" != "$mine" ]; then
+        echo "src/$file is in layer $mine here and in layer $theirs in docs/development.md"
+        table_bad=1
+    fi
+done
+for name in "${!documented[@]}"; do
+    if ! compgen -G "$name.[ch]" >/dev/null; then
+        echo "docs/development.md's table of layers names $name, which src/ does not hold"
+        table_bad=1
+    fi
+done
+
 # The prefix of the functions of each file.
 prefix() {
     case "${1%.[ch]}" in
@@ -112,4 +148,5 @@ for file in *.c *.h; do
 done
 [ $names_bad -eq 0 ] && echo "names: SQL-callable functions are named by SQL, every other by its file"
 [ $bad -eq 0 ] && echo "include layers: every include among src/ files points down"
-[ $bad -eq 0 ] && [ $names_bad -eq 0 ]
+[ $table_bad -eq 0 ] && echo "layers table: docs/development.md places every file as this script does"
+[ $bad -eq 0 ] && [ $names_bad -eq 0 ] && [ $table_bad -eq 0 ]

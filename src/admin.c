@@ -9,6 +9,11 @@
  * privileges of pg_read_all_stats; other keys read as NULL, as
  * pg_stat_statements hides other roles' queries.
  *
+ * The counters and statistics of shared memory, and its table's size, are
+ * that store's by nature: their functions call its modules directly.  A
+ * reset goes through store.c (fwstore_remove), which finds a policy's
+ * windows.
+ *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
  *-------------------------------------------------------------------------
@@ -26,7 +31,6 @@
 #include "utils/tuplestore.h"
 
 #include "compat.h"
-#include "policy.h"
 #include "settings.h"
 #include "shmem_store.h"
 #include "subxact.h"
@@ -169,75 +173,30 @@ fw_table_counters(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-typedef struct FwResetScan
-{
-	const char *name;
-	int			name_len;
-	int64		removed;
-} FwResetScan;
-
-/* A counter of the name: an inline call's, or of a window of the policy. */
-static bool
-fwadmin_match_name(const FwCounterView *counter, void *arg)
-{
-	FwResetScan *scan = (FwResetScan *) arg;
-
-	if (counter->name_len != scan->name_len ||
-		memcmp(counter->name, scan->name, scan->name_len) != 0)
-		return false;
-	scan->removed++;
-	return true;
-}
-
 /*
  * fw_shmem_reset(name text, key text) returns bigint
  *
  * Remove the counters of (name, key) of this database from shared memory --
  * the inline call's and those of the windows the policy name has now -- or
- * every counter of the name when key is NULL; returns how many.
+ * every counter of the name when key is NULL (fwstore_remove); returns how
+ * many.
  */
 Datum
 fw_shmem_reset(PG_FUNCTION_ARGS)
 {
 	text	   *name;
-	FwResetScan scan;
+	text	   *key;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				errmsg("argument \"%s\" must not be null", "name")));
 	name = PG_GETARG_TEXT_PP(0);
-
-	if (!PG_ARGISNULL(1))
-	{
-		text	   *key = PG_GETARG_TEXT_PP(1);
-		FwIdentity	id;
-		FwPolicyKey policy;
-		int64		removed;
-		int			i;
-
-		fwidentity_init(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-						VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-		removed = fwshmem_remove(&id) ? 1 : 0;
-		policy.nwindows = 0;
-		if (VARSIZE_ANY_EXHDR(name) <= FW_MAX_NAME_BYTES)
-			(void) fwpolicy_lookup(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0, &policy);
-		for (i = 0; i < policy.nwindows; i++)
-		{
-			fwidentity_init_window(&id, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
-								   policy.windows[i].period_id,
-								   policy.windows[i].period_id_len,
-								   VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-			removed += fwshmem_remove(&id) ? 1 : 0;
-		}
-		PG_RETURN_INT64(removed);
-	}
-
-	scan.name = VARDATA_ANY(name);
-	scan.name_len = VARSIZE_ANY_EXHDR(name);
-	scan.removed = 0;
-	fwshmem_foreach(fwadmin_match_name, &scan, true);
-	PG_RETURN_INT64(scan.removed);
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT64(fwstore_remove(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), NULL, 0));
+	key = PG_GETARG_TEXT_PP(1);
+	PG_RETURN_INT64(fwstore_remove(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name),
+								   VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
 }
 
 static void

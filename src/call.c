@@ -1,15 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * call.c
- *	  One call of a limit given inline or of a named policy: its windows,
- *	  applied to the store, and the answer.
+ *	  One call of a limit given inline or of a named policy: its windows.
  *
  * An inline call has one window, whose counter is named by the limit's
  * name.  A named call has one window per window of its policy, with the
  * key's overrides applied, each with a counter of its own, named by the
- * policy's name and the window's period (fwidentity_init_window); an
- * exempt key's call spends nothing.  The store decides all windows of a
- * call at once (fwstore_apply).
+ * policy's name and the window's period (fwidentity_init); an exempt
+ * key's call spends nothing.  The name and key are hashed once per call
+ * (fwidentity_name_key), and a policy window's period once per reading of
+ * the policy: each counter's identity combines those hashes.  The store
+ * decides all windows of a call at once (fwstore_apply).
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -19,11 +20,12 @@
 
 #include "call.h"
 #include "store.h"
+#include "validate.h"
 
 /*
  * Check the cost of window i of a call and, when its start is the key's
- * phase, derive it from phase_id: the limit's or policy's name and the
- * key, so that the windows of one key nest as those of inline calls do.  A
+ * phase, derive it from the 64-bit hash of the limit's or policy's name and
+ * the key, so that the windows of one key nest as those of inline calls do.  A
  * refund of more than the capacity gives back as much as the capacity
  * would.  Only an inline call's cost must be within its capacity: a
  * policy's call with a cost above a window's capacity is denied by an
@@ -32,12 +34,11 @@
  * calls fail.
  */
 static void
-fwcall_cost(FwCall *call, int i, int32 cost, bool phase, const FwIdentity *phase_id,
-			bool within_capacity)
+fwcall_cost(FwCall *call, int i, int32 cost, bool phase, bool within_capacity)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fwidentity_limit_cost(&call->limits[i], phase_id, cost, phase, within_capacity);
+	fwvalidate_cost(&call->limits[i], call->key_hash64, cost, phase, within_capacity);
 }
 
 /* The window of an inline call. */
@@ -47,12 +48,16 @@ fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 			  const Interval *period, const TimestampTz *start,
 			  int32 cost, const int32 *capacity)
 {
+	FwNameKey	nk;
+
+	fwidentity_name_key(&nk, name, name_len, key, key_len);
 	call->mode = mode;
 	call->n = 1;
+	call->key_hash64 = nk.hash64;
 	call->shadow[0] = false;
-	fwidentity_init(&call->ids[0], name, name_len, key, key_len);
-	fwidentity_define_limit(&call->limits[0], rate, period, start, capacity);
-	fwcall_cost(call, 0, cost, start == NULL, &call->ids[0], true);
+	fwidentity_init(&call->ids[0], &nk, "", 0, 0);
+	fwvalidate_limit(&call->limits[0], rate, period, start, capacity);
+	fwcall_cost(call, 0, cost, start == NULL, true);
 }
 
 /*
@@ -63,43 +68,31 @@ void
 fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
 			 const char *key, int key_len, int32 cost)
 {
+	FwNameKey	nk;
 	FwPolicyKey policy;
-	FwIdentity	phase_id;
 	bool		exempt;
 	int			i;
 
-	fwpolicy_get(name, name_len, key, key_len, &policy);
+	fwidentity_name_key(&nk, name, name_len, key, key_len);
+	fwpolicy_get(name, name_len, key, key_len, nk.hash64, &policy);
 	exempt = (policy.exempt && mode != FW_MODE_REFUND);
-	fwidentity_init(&phase_id, name, name_len, key, key_len);
 
 	call->mode = mode;
 	call->n = policy.nwindows;
+	call->key_hash64 = nk.hash64;
 	for (i = 0; i < policy.nwindows; i++)
 	{
 		const FwPolicyWindow *window = &policy.windows[i];
 
 		memcpy(call->period_ids[i], window->period_id, window->period_id_len);
-		fwidentity_init_window(&call->ids[i], name, name_len,
-							   call->period_ids[i], window->period_id_len,
-							   key, key_len);
+		fwidentity_init(&call->ids[i], &nk, call->period_ids[i], window->period_id_len,
+						window->period_hash);
 		call->limits[i] = window->limit;
 		call->periods[i] = window->period;
 		call->shadow[i] = window->shadow;
-		fwcall_cost(call, i, cost, window->phase, &phase_id, false);
+		fwcall_cost(call, i, cost, window->phase, false);
 		/* an exempt key's calls are judged, and spend nothing */
 		if (exempt)
 			call->limits[i].cost = 0;
 	}
-}
-
-/*
- * The answer of a call as fw_limit gives it: allowed or not, when to retry,
- * and the tokens and time left of its most restrictive window.
- */
-void
-fwcall_answer(const FwCall *call, const FwOutcome *outcome, FwDecision *answer)
-{
-	*answer = outcome->decisions[outcome->verdict.deciding];
-	answer->ok = outcome->verdict.ok;
-	answer->retry_after = outcome->verdict.retry_after;
 }

@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * call.h
- *	  One call of a limit given inline or of a named policy: its windows,
- *	  applied to the store, and the answer.
+ *	  One call of a limit given inline or of a named policy: its windows.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -20,7 +19,5 @@ extern void fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_
 						  int32 cost, const int32 *capacity);
 extern void fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
 						 const char *key, int key_len, int32 cost);
-extern void fwcall_answer(const FwCall *call, const FwOutcome *outcome,
-						  FwDecision *answer);
 
 #endif							/* FW_CALL_H */

@@ -68,6 +68,18 @@ fwdecide_call(const FwCall *call, FwState *const *states, int64 now,
 }
 
 /*
+ * The answer of a call as fw_limit gives it: allowed or not, when to retry,
+ * and the tokens and time left of its most restrictive window.
+ */
+void
+fwdecide_answer(const FwOutcome *outcome, FwDecision *answer)
+{
+	*answer = outcome->decisions[outcome->verdict.deciding];
+	answer->ok = outcome->verdict.ok;
+	answer->retry_after = outcome->verdict.retry_after;
+}
+
+/*
  * A denied call whose counters could not be created (no room, and
  * fixed_window.fail_open on) promises no retry time: at any later time its
  * key would be new again, and judged the same.

@@ -52,11 +52,15 @@ typedef enum FwMode
  * locks their rows in (shared memory locks partitions in index order).  The
  * call owns what its windows point to that the caller's arguments do not
  * hold: each policy window's period, as defined and as its identifier.
+ * Its name and key are hashed once (fwidentity_name_key): each window's
+ * identity combines their hashes, and key_hash64 (the same for every
+ * window) names the table backend's locks.
  */
 typedef struct FwCall
 {
 	FwMode		mode;
 	int			n;
+	uint64		key_hash64;		/* fwidentity_hash64 of name and key */
 	FwIdentity	ids[FW_MAX_WINDOWS];
 	FwLimit		limits[FW_MAX_WINDOWS];
 	bool		shadow[FW_MAX_WINDOWS];
@@ -82,6 +86,7 @@ typedef struct FwOutcome
 
 extern FwApplyResult fwdecide_call(const FwCall *call, FwState *const *states,
 								   int64 now, FwOutcome *outcome);
+extern void fwdecide_answer(const FwOutcome *outcome, FwDecision *answer);
 extern void fwdecide_no_promise(const FwCall *call, FwOutcome *outcome);
 
 #endif							/* FW_DECIDE_H */

@@ -22,12 +22,22 @@
 
 #include "identity.h"
 #include "settings.h"
+#include "validate.h"
 
 PG_FUNCTION_INFO_V1(fw_window_id);
 PG_FUNCTION_INFO_V1(fw_window_in_range);
 PG_FUNCTION_INFO_V1(fw_lock_policy);
 PG_FUNCTION_INFO_V1(fw_policy_changed);
 PG_FUNCTION_INFO_V1(fw_acting_role);
+
+/*
+ * The advisory locks of fixed_window, told apart from pg_advisory_lock's
+ * (objsubid 1 and 2) by their objsubid in pg_locks: 18007 to 18010, this
+ * one here and the table backend's in table_store.c (18007, a counter row
+ * being created; 18008, a policy's call on a key; 18010, a name given
+ * statistics of its own).
+ */
+#define FW_LOCKTAG_POLICY	18009	/* a change of a policy's definition */
 
 /*
  * fw_acting_role() returns name
@@ -69,9 +79,9 @@ fwdefine_window_limit(FunctionCallInfo fcinfo, int first, FwLimit *limit)
 		start = PG_GETARG_TIMESTAMPTZ(first + 2);
 	if (!PG_ARGISNULL(first + 3))
 		capacity = PG_GETARG_INT32(first + 3);
-	fwidentity_define_limit(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
-							PG_ARGISNULL(first + 2) ? NULL : &start,
-							PG_ARGISNULL(first + 3) ? NULL : &capacity);
+	fwvalidate_limit(limit, PG_GETARG_INT32(first), PG_GETARG_INTERVAL_P(first + 1),
+					 PG_ARGISNULL(first + 2) ? NULL : &start,
+					 PG_ARGISNULL(first + 3) ? NULL : &capacity);
 	return PG_ARGISNULL(first + 2);
 }
 
@@ -114,7 +124,7 @@ fw_window_in_range(PG_FUNCTION_ARGS)
 	FwLimit		limit;
 	bool		phase = fwdefine_window_limit(fcinfo, 0, &limit);
 
-	fwidentity_limit_check_now(&limit, phase, fwsettings_clock_now());
+	fwvalidate_now(&limit, phase, fwsettings_clock_now());
 	PG_RETURN_VOID();
 }
 
@@ -132,17 +142,12 @@ Datum
 fw_lock_policy(PG_FUNCTION_ARGS)
 {
 	text	   *name;
-	FwIdentity	id;
 	uint64		hash;
 	LOCKTAG		tag;
 
 	fwdefine_require(fcinfo, 0, "name");
 	name = PG_GETARG_TEXT_PP(0);
-	memset(&id, 0, sizeof(id));
-	id.name = VARDATA_ANY(name);
-	id.name_len = VARSIZE_ANY_EXHDR(name);
-	id.key = "";
-	hash = fwidentity_hash64(&id);
+	hash = fwidentity_hash64(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name), "", 0);
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
 						 FW_LOCKTAG_POLICY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);

@@ -38,7 +38,7 @@
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
-#include "stats.h"
+#include "store.h"
 
 PG_MODULE_MAGIC;
 
@@ -167,17 +167,9 @@ fwinit_process_utility_hook(PlannedStmt *pstmt, const char *queryString,
 								context, params, queryEnv, dest, qc);
 
 	if (OidIsValid(dropped))
-	{
-		fwshmem_drop_database(dropped);
-		fwstats_forget_database(dropped, true);
-	}
+		fwstore_forget_database(dropped);
 	if (OidIsValid(moved))
-	{
-		uint64		marker = fwidentity_database_marker_at(moved, tablespace);
-
-		fwshmem_database_moved(moved, marker);
-		fwstats_database_moved(moved, marker);
-	}
+		fwstore_database_moved(moved, tablespace);
 }
 
 void

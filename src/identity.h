@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * identity.h
- *	  What one call is about: the counter it names (database, limit name,
- *	  key) and its validated limit; and how applying it to a store ends.
+ *	  What one call is about: the counters it names (database, limit name,
+ *	  a policy window's period, key) and their hashes.
  *
  * The layer above the window arithmetic (window.h) and below the stores:
  * everything here is shared by both stores and by every SQL-callable file.
@@ -27,15 +27,6 @@
 #define FW_MAX_PERIOD_ID	48
 
 /*
- * The advisory locks of fixed_window, told apart from pg_advisory_lock's
- * (objsubid 1 and 2) by their objsubid in pg_locks.
- */
-#define FW_LOCKTAG_FIELD4	18007	/* a counter row being created (table) */
-#define FW_LOCKTAG_KEY		18008	/* a policy's call on a key (table) */
-#define FW_LOCKTAG_POLICY	18009	/* a change of a policy's definition */
-#define FW_LOCKTAG_STATS	18010	/* a name given statistics of its own (table) */
-
-/*
  * The identity of a counter: database, limit or policy name, for a policy's
  * window its period's identifier (fwidentity_period_id), and key, compared exactly.
  * An inline call's counter has no period identifier (period_id_len 0); no
@@ -52,6 +43,23 @@ typedef struct FwIdentity
 	int			key_len;
 	uint32		hash;			/* of all four, to find the counter */
 } FwIdentity;
+
+/*
+ * A call's limit or policy name and key, hashed once per call: each alone,
+ * from which the hash of each of its counters' identities is combined
+ * (fwidentity_init), and both together (fwidentity_hash64).  The strings
+ * are the caller's.
+ */
+typedef struct FwNameKey
+{
+	const char *name;
+	int			name_len;
+	const char *key;
+	int			key_len;
+	uint32		name_hash;
+	uint32		key_hash;
+	uint64		hash64;			/* fwidentity_hash64 of name and key */
+} FwNameKey;
 
 /* What a counter holds besides its identity, in either store. */
 typedef struct FwCounterData
@@ -80,22 +88,16 @@ typedef struct FwCounterView
 typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
 
 extern void fwidentity_check_length(const char *what, int len, int max_bytes);
-extern void fwidentity_init(FwIdentity *id, const char *name, int name_len,
-							const char *key, int key_len);
-extern void fwidentity_init_window(FwIdentity *id, const char *name, int name_len,
-								   const char *period_id, int period_id_len,
-								   const char *key, int key_len);
+extern void fwidentity_name_key(FwNameKey *nk, const char *name, int name_len,
+								const char *key, int key_len);
+extern uint32 fwidentity_period_hash(const char *period_id, int period_id_len);
+extern void fwidentity_init(FwIdentity *id, const FwNameKey *nk,
+							const char *period_id, int period_id_len, uint32 period_hash);
 extern void fwidentity_init_db(FwIdentity *id, Oid dbid, const char *name, int name_len,
 							   const char *period_id, int period_id_len,
 							   const char *key, int key_len);
-extern uint64 fwidentity_hash64(const FwIdentity *id);
+extern uint64 fwidentity_hash64(const char *name, int name_len, const char *key, int key_len);
 extern uint64 fwidentity_database_marker(void);
 extern uint64 fwidentity_database_marker_at(Oid dbid, Oid tablespace);
 extern int	fwidentity_period_id(const FwPeriod *period, char *buf);
-extern void fwidentity_define_limit(FwLimit *limit, int32 rate, const Interval *period,
-									const TimestampTz *start, const int32 *capacity);
-extern void fwidentity_limit_cost(FwLimit *limit, const FwIdentity *id, int32 cost, bool phase,
-								  bool within_capacity);
-extern void fwidentity_limit_check_now(const FwLimit *limit, bool phase, int64 now);
-pg_noreturn extern void fwidentity_window_range_error(void);
 #endif							/* FW_IDENTITY_H */

@@ -347,7 +347,7 @@ fwlimit_call(FunctionCallInfo fcinfo, FwMode mode, bool named)
 		fcinfo->flinfo->fn_extra = fwlimit_result_cache(fcinfo);
 
 	fwstore_apply(&call, &outcome);
-	fwcall_answer(&call, &outcome, &answer);
+	fwdecide_answer(&outcome, &answer);
 	return fwlimit_result_datum(fcinfo, &answer);
 }
 

@@ -66,6 +66,7 @@
 
 #include "catalog.h"
 #include "policy.h"
+#include "validate.h"
 
 /* How many keys, and how many bytes of their text, the key cache holds. */
 #define FW_KEY_CACHE_ENTRIES	65536
@@ -364,16 +365,17 @@ fwpolicy_read_windows(Relation rel, Relation index, Snapshot snapshot,
 		window->period = *DatumGetIntervalP(fwpolicy_column(tuple, tupdesc, POL_PERIOD, &isnull));
 		start = DatumGetTimestampTz(fwpolicy_column(tuple, tupdesc, POL_START, &window->phase));
 		capacity = DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_CAPACITY, &isnull));
-		fwidentity_define_limit(&window->limit,
-								DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_RATE, &isnull)),
-								&window->period,
-								window->phase ? NULL : &start,
-								&capacity);
+		fwvalidate_limit(&window->limit,
+						 DatumGetInt32(fwpolicy_column(tuple, tupdesc, POL_RATE, &isnull)),
+						 &window->period,
+						 window->phase ? NULL : &start,
+						 &capacity);
 		window->shadow = DatumGetBool(fwpolicy_column(tuple, tupdesc, POL_SHADOW, &isnull));
 		period_id = fwpolicy_text_column(tuple, tupdesc, POL_PERIOD_ID, &window->period_id_len);
 		if (window->period_id_len >= FW_MAX_PERIOD_ID)
 			fwpolicy_reinstall_error("fw_policy");
 		memcpy(window->period_id, period_id, window->period_id_len);
+		window->period_hash = fwidentity_period_hash(window->period_id, window->period_id_len);
 	}
 	systable_endscan_ordered(scan);
 	qsort(entry->windows, entry->nwindows, sizeof(FwPolicyWindow), fwpolicy_window_cmp);
@@ -630,19 +632,19 @@ fwpolicy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
 
 /*
  * The policy called name, as the key sees it (key NULL: the windows alone),
- * into *policy; returns false if there is no such policy.
+ * into *policy; returns false if there is no such policy.  key_hash64 is
+ * fwidentity_hash64 of name and key, which finds the key's overrides in
+ * the cache.
  */
 bool
 fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
-				FwPolicyKey *policy)
+				uint64 key_hash64, FwPolicyKey *policy)
 {
 	FwPolicyEntry fresh;
 	FwPolicyEntry with_key;
 	const FwPolicyEntry *entry;
 	const FwKeyOverrides *cached;
 	FwKeyOverrides overrides;
-	FwIdentity	id;
-	uint64		hash;
 	uint64		generation;
 
 	Assert(name_len <= FW_MAX_NAME_BYTES);
@@ -661,14 +663,9 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 	}
 
 	/* a policy with overrides: the key's, from the cache */
-	memset(&id, 0, sizeof(id));
-	id.name = name;
-	id.name_len = name_len;
-	id.key = key;
-	id.key_len = key_len;
-	hash = fwidentity_hash64(&id);
+	Assert(key_hash64 == fwidentity_hash64(name, name_len, key, key_len));
 	if (entry != &fresh &&
-		(cached = fwpolicy_key_find(hash, name, name_len, key, key_len)) != NULL)
+		(cached = fwpolicy_key_find(key_hash64, name, name_len, key, key_len)) != NULL)
 	{
 		fwpolicy_copy(entry, cached, policy);
 		return true;
@@ -686,16 +683,16 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 	fwpolicy_copy(&with_key, &overrides, policy);
 	if (entry != &fresh && generation == fw_policy_generation &&
 		fwpolicy_windows_equal(entry, &with_key))
-		fwpolicy_key_keep(hash, name, name_len, key, key_len, &overrides);
+		fwpolicy_key_keep(key_hash64, name, name_len, key, key_len, &overrides);
 	return true;
 }
 
 /* The same; an undefined name is an error. */
 void
 fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
-			 FwPolicyKey *policy)
+			 uint64 key_hash64, FwPolicyKey *policy)
 {
-	if (!fwpolicy_lookup(name, name_len, key, key_len, policy))
+	if (!fwpolicy_lookup(name, name_len, key, key_len, key_hash64, policy))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("rate limit policy \"%s\" does not exist",

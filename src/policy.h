@@ -25,6 +25,7 @@ typedef struct FwPolicyWindow
 	Interval	period;			/* as fw_define was given it */
 	char		period_id[FW_MAX_PERIOD_ID];
 	int			period_id_len;
+	uint32		period_hash;	/* fwidentity_period_hash of period_id */
 } FwPolicyWindow;
 
 /*
@@ -40,8 +41,8 @@ typedef struct FwPolicyKey
 } FwPolicyKey;
 
 extern bool fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
-							FwPolicyKey *policy);
+							uint64 key_hash64, FwPolicyKey *policy);
 extern void fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
-						 FwPolicyKey *policy);
+						 uint64 key_hash64, FwPolicyKey *policy);
 
 #endif							/* FW_POLICY_H */

@@ -4,7 +4,13 @@
  *	  Choosing the store of a call by fixed_window.storage, counting its
  *	  statistics, and turning every way a store can fail into an error (or,
  *	  with fixed_window.fail_open, an allowed call); forgetting what shared
- *	  memory holds of dropped databases.
+ *	  memory holds of dropped databases, marking anew what it holds of a
+ *	  moved one, and removing the counters of a name or key from it.
+ *
+ * The SQL-callable functions that mean "the counters, wherever they are"
+ * come through here; those that read or size one store by nature
+ * (fw_shmem_counters, fw_resize_counters, fw_shmem_capacity, the
+ * statistics of shared memory) call its module directly.
  *
  * Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
  *
@@ -24,6 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "placeholder.h"
+#include "policy.h"
 #include "segment.h"
 #include "settings.h"
 #include "shmem_store.h"
@@ -31,6 +38,7 @@
 #include "store.h"
 #include "subxact.h"
 #include "table_store.h"
+#include "validate.h"
 
 #define FW_FAIL_OPEN_WARNING_MS	(60 * 1000) /* at most one warning a minute */
 
@@ -178,8 +186,7 @@ fwstore_sweep(void)
 		for (j = i + 1; j < nheld; j++)
 			if (held[j] == held[i])
 				exists[j] = true;
-		fwshmem_drop_database(held[i]);
-		fwstats_forget_database(held[i], true);
+		fwstore_forget_database(held[i]);
 		ereport(LOG,
 				(errmsg("fixed_window forgot the counters and statistics of dropped database %u",
 					   held[i])));
@@ -230,7 +237,7 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 	}
 
 	if (result == FW_APPLY_OUT_OF_RANGE)
-		fwidentity_window_range_error();
+		fwvalidate_range_error();
 	if (full && fw_fail_open)
 	{
 		static TimestampTz last_warning = 0;
@@ -259,4 +266,93 @@ fwstore_apply(const FwCall *call, FwOutcome *outcome)
 				errmsg("no room for a new rate limit counter"),
 				fwstore_full_detail(result, &usage, false),
 				fwstore_full_hint(result, &usage, false)));
+}
+
+/*
+ * Forget what shared memory holds of a dropped database, its counters and
+ * its statistics, so that a database created later with its OID does not
+ * inherit them: after a DROP DATABASE (the hook of fixed_window.c) and for
+ * the databases the sweep finds gone.
+ */
+void
+fwstore_forget_database(Oid dbid)
+{
+	fwshmem_drop_database(dbid);
+	fwstats_forget_database(dbid, true);
+}
+
+/*
+ * A database moved to another tablespace, whose PG_VERSION was written
+ * anew: what shared memory holds of it takes the new mark
+ * (fwidentity_database_marker), before any session can connect to it.
+ */
+void
+fwstore_database_moved(Oid dbid, Oid tablespace)
+{
+	uint64		marker = fwidentity_database_marker_at(dbid, tablespace);
+
+	fwshmem_database_moved(dbid, marker);
+	fwstats_database_moved(dbid, marker);
+}
+
+typedef struct FwRemoveScan
+{
+	const char *name;
+	int			name_len;
+	int64		removed;
+} FwRemoveScan;
+
+/* A counter of the name: an inline call's, or of a window of the policy. */
+static bool
+fwstore_match_name(const FwCounterView *counter, void *arg)
+{
+	FwRemoveScan *scan = (FwRemoveScan *) arg;
+
+	if (counter->name_len != scan->name_len ||
+		memcmp(counter->name, scan->name, scan->name_len) != 0)
+		return false;
+	scan->removed++;
+	return true;
+}
+
+/*
+ * Remove the counters of (name, key) of this database from shared memory --
+ * the inline call's and those of the windows the policy name has now -- or
+ * every counter of the name when key is NULL; returns how many.  The
+ * table's rows are fw_reset's to delete, in SQL, waiting for the
+ * transactions that hold them.
+ */
+int64
+fwstore_remove(const char *name, int name_len, const char *key, int key_len)
+{
+	FwRemoveScan scan;
+
+	if (key != NULL)
+	{
+		FwNameKey	nk;
+		FwIdentity	id;
+		FwPolicyKey policy;
+		int64		removed;
+		int			i;
+
+		fwidentity_name_key(&nk, name, name_len, key, key_len);
+		fwidentity_init(&id, &nk, "", 0, 0);
+		removed = fwshmem_remove(&id) ? 1 : 0;
+		policy.nwindows = 0;
+		if (name_len <= FW_MAX_NAME_BYTES)
+			(void) fwpolicy_lookup(name, name_len, NULL, 0, 0, &policy);
+		for (i = 0; i < policy.nwindows; i++)
+		{
+			fwidentity_init(&id, &nk, policy.windows[i].period_id,
+							policy.windows[i].period_id_len, policy.windows[i].period_hash);
+			removed += fwshmem_remove(&id) ? 1 : 0;
+		}
+		return removed;
+	}
+
+	scan.name = name;
+	scan.name_len = name_len;
+	scan.removed = 0;
+	fwshmem_foreach(fwstore_match_name, &scan, true);
+	return scan.removed;
 }

@@ -15,5 +15,8 @@
 extern bool fwstore_use_shmem(void);
 extern void fwstore_apply(const FwCall *call, FwOutcome *outcome);
 extern void fwstore_sweep(void);
+extern void fwstore_forget_database(Oid dbid);
+extern void fwstore_database_moved(Oid dbid, Oid tablespace);
+extern int64 fwstore_remove(const char *name, int name_len, const char *key, int key_len);
 
 #endif							/* FW_STORE_H */

@@ -84,6 +84,16 @@
 #define FW_LOCK_ATTEMPTS	10		/* a row that keeps changing: give up */
 #define FW_OPEN_ATTEMPTS	3		/* the table found anew after a drop or a reindex */
 
+/*
+ * The advisory locks of fixed_window, told apart from pg_advisory_lock's
+ * (objsubid 1 and 2) by their objsubid in pg_locks: 18007 to 18010, the
+ * table's here, and 18009 (FW_LOCKTAG_POLICY, a change of a policy's
+ * definition) in define.c.
+ */
+#define FW_LOCKTAG_FIELD4	18007	/* a counter row being created */
+#define FW_LOCKTAG_KEY		18008	/* a policy's call on a key */
+#define FW_LOCKTAG_STATS	18010	/* a name given statistics of its own */
+
 /* The columns of fw_counter, in order. */
 enum
 {
@@ -284,7 +294,7 @@ fwtable_lock_policy_key(const FwCall *call)
 {
 	LOCKTAG		tag;
 
-	fwtable_key_locktag(&tag, fwidentity_hash64(&call->ids[0]), FW_LOCKTAG_KEY);
+	fwtable_key_locktag(&tag, call->key_hash64, FW_LOCKTAG_KEY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -875,7 +885,7 @@ fwtable_apply(const FwCall *call, FwOutcome *outcome)
 	for (i = 0; i < call->n; i++)
 	{
 		fwtable_row_key_init(&rows[i].rk, &call->ids[i], table.natts);
-		fwtable_key_locktag(&rows[i].create_lock, fwidentity_hash64(&call->ids[i]), FW_LOCKTAG_FIELD4);
+		fwtable_key_locktag(&rows[i].create_lock, call->key_hash64, FW_LOCKTAG_FIELD4);
 		rows[i].slot = table_slot_create(table.rel, NULL);
 	}
 

@@ -398,7 +398,7 @@ fw_trigger(PG_FUNCTION_ARGS)
 		fwcall_inline(&call, FW_MODE_SPEND, name, strlen(name), key, strlen(key),
 					  rate, DatumGetIntervalP(period), &start, cost, NULL);
 	fwstore_apply(&call, &outcome);
-	fwcall_answer(&call, &outcome, &decision);
+	fwdecide_answer(&outcome, &decision);
 	kept = decision.ok || fwtrigger_promise_kept(&call, &outcome);
 
 	if (!decision.ok && named)

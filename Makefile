@@ -83,7 +83,7 @@ $(eval $(call fw_suite,isolation,-table,$$(ISOLATION_TABLE)))
 # TAP tests start clusters of their own either way, from the installed
 # files: not from files staged in DESTDIR (a package build), and not as root.
 # test-tap-dsm runs the shared-memory suites again, their servers not
-# preloading the library (test/t/shmem.inc).
+# preloading the library (test/t/FwTest.pm).
 test-tap test-tap-dsm: export MALLOC_PERTURB_ = 85
 test-tap-dsm: export FW_SHMEM = dynamic
 test-tap-dsm: PROVE_TESTS = $(addprefix $(srcdir)/test/t/,$(TAP_DSM))

@@ -12,6 +12,10 @@
 #     lists, and is named by an install script; it alone starts with "fw_".
 #     Every other function starts with its file's prefix (see prefix below:
 #     fwwindow_, fwshmem_, ...), or, if static, with no "fw" prefix at all.
+#
+# With --draw it checks nothing and prints the layers, top to bottom: each
+# file (a .c with its header) with its lines and the src/ headers it and its
+# header include, compat.h and its own header left out.
 set -euo pipefail
 cd "$(dirname "$0")/../src"
 
@@ -52,6 +56,36 @@ layer() {
         *) echo "unknown" ;;
     esac
 }
+
+draw_layers() {
+    local top=0 n file mine header lines includes parts
+    for file in *.c *.h; do
+        mine=$(layer "$file")
+        if [ "$mine" != unknown ] && [ "$mine" -gt "$top" ]; then top=$mine; fi
+    done
+    for ((n = top; n >= 0; n--)); do
+        echo "layer $n"
+        for file in *.c *.h; do
+            [ "$(layer "$file")" = "$n" ] || continue
+            [[ $file == *.h && -f ${file%.h}.c ]] && continue
+            parts=("$file")
+            [[ $file == *.c && -f ${file%.c}.h ]] && parts+=("${file%.c}.h")
+            lines=$(cat "${parts[@]}" | wc -l)
+            includes=""
+            while read -r header; do
+                if [ -f "$header" ] && [ "$header" != compat.h ] &&
+                    [ "${header%.h}" != "${file%.[ch]}" ]; then
+                    includes+="${header%.h} "
+                fi
+            done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "${parts[@]}" | sort -u)
+            printf '  %-22s %5d  -> %s\n' "${file%.c}" "$lines" "${includes:-(none)}"
+        done
+    done
+}
+if [ "${1-}" = --draw ]; then
+    draw_layers
+    exit 0
+fi
 
 bad=0
 for file in *.c *.h; do

@@ -19,7 +19,6 @@
 #include "postgres.h"
 
 #include "call.h"
-#include "store.h"
 #include "validate.h"
 
 /*

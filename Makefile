@@ -2,13 +2,17 @@
 
 EXTENSION = fixed_window fixed_window_proxy
 MODULE_big = fixed_window
-OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
+# The tree's top, as PGXS finds it once included (srcdir): the sources and
+# scripts are listed from there, so that a build in another directory
+# (make -f TREE/Makefile) finds them too.
+fw_top := $(dir $(firstword $(MAKEFILE_LIST)))
+OBJS = $(patsubst $(fw_top)%.c,%.o,$(wildcard $(fw_top)src/*.c))
 # The install and update scripts, committed as released and never built
 # (scripts/released.sha256 holds them frozen).  CREATE EXTENSION fixed_window
 # runs fixed_window--1.0.sql and then the updates in order, as an update does;
 # the router has an install script of 1.3 of its own, since a new router
 # routes by jump where one updated from 1.2 keeps the modulo.
-DATA = $(wildcard fixed_window*--*.sql)
+DATA = $(notdir $(wildcard $(fw_top)fixed_window*--*.sql))
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # The test suites, in PGXS's places: sql/, expected/ and specs/; TAP in

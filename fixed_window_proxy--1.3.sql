@@ -1,4 +1,4 @@
-/* fixed_window_proxy--1.3.sql: built by make from fixed_window_proxy--1.0.sql fixed_window_proxy--1.0--1.1.sql fixed_window_proxy--1.1--1.2.sql fixed_window_proxy--1.2--1.3.sql fixed_window_proxy_fresh.sql */
+/* fixed_window_proxy--1.3.sql: a new router's install script, the statements of 1.0 and of each update to 1.3 (each under a line naming its script), then what only a new router does */
 
 -- from fixed_window_proxy--1.0.sql
 /* fixed_window_proxy--1.0.sql: the router of fixed_window shards */
@@ -2403,8 +2403,7 @@ BEGIN
     END IF;
 END $$;
 
--- from fixed_window_proxy_fresh.sql
-/* fixed_window_proxy_fresh.sql: the end of a new router's script, fixed_window_proxy--<version>.sql */
+-- what only a new router does
 
 -- A new router routes by jump consistent hashing: the row that keeps a
 -- router updated from 1.2 on the modulo is not for it (fw_routing).

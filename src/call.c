@@ -37,7 +37,8 @@ fwcall_cost(FwCall *call, int i, int32 cost, bool phase, bool within_capacity)
 {
 	if (call->mode == FW_MODE_REFUND)
 		cost = Min(cost, call->limits[i].capacity);
-	fwvalidate_cost(&call->limits[i], call->key_hash64, cost, phase, within_capacity);
+	fwvalidate_cost(&call->limits[i], phase ? fwidentity_name_key_hash64(&call->nk) : 0,
+					cost, phase, within_capacity);
 }
 
 /* The window of an inline call. */
@@ -47,14 +48,11 @@ fwcall_inline(FwCall *call, FwMode mode, const char *name, int name_len,
 			  const Interval *period, const TimestampTz *start,
 			  int32 cost, const int32 *capacity)
 {
-	FwNameKey	nk;
-
-	fwidentity_name_key(&nk, name, name_len, key, key_len);
+	fwidentity_name_key(&call->nk, name, name_len, key, key_len);
 	call->mode = mode;
 	call->n = 1;
-	call->key_hash64 = nk.hash64;
 	call->shadow[0] = false;
-	fwidentity_init(&call->ids[0], &nk, "", 0, 0);
+	fwidentity_init(&call->ids[0], &call->nk, "", 0, 0);
 	fwvalidate_limit(&call->limits[0], rate, period, start, capacity);
 	fwcall_cost(call, 0, cost, start == NULL, true);
 }
@@ -67,24 +65,22 @@ void
 fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
 			 const char *key, int key_len, int32 cost)
 {
-	FwNameKey	nk;
 	FwPolicyKey policy;
 	bool		exempt;
 	int			i;
 
-	fwidentity_name_key(&nk, name, name_len, key, key_len);
-	fwpolicy_get(name, name_len, key, key_len, nk.hash64, &policy);
+	fwidentity_name_key(&call->nk, name, name_len, key, key_len);
+	fwpolicy_get(name, name_len, key, key_len, &call->nk, &policy);
 	exempt = (policy.exempt && mode != FW_MODE_REFUND);
 
 	call->mode = mode;
 	call->n = policy.nwindows;
-	call->key_hash64 = nk.hash64;
 	for (i = 0; i < policy.nwindows; i++)
 	{
 		const FwPolicyWindow *window = &policy.windows[i];
 
 		memcpy(call->period_ids[i], window->period_id, window->period_id_len);
-		fwidentity_init(&call->ids[i], &nk, call->period_ids[i], window->period_id_len,
+		fwidentity_init(&call->ids[i], &call->nk, call->period_ids[i], window->period_id_len,
 						window->period_hash);
 		call->limits[i] = window->limit;
 		call->periods[i] = window->period;

@@ -52,15 +52,16 @@ typedef enum FwMode
  * locks their rows in (shared memory locks partitions in index order).  The
  * call owns what its windows point to that the caller's arguments do not
  * hold: each policy window's period, as defined and as its identifier.
- * Its name and key are hashed once (fwidentity_name_key): each window's
- * identity combines their hashes, and key_hash64 (the same for every
- * window) names the table backend's locks.
+ * Its name and key are hashed once (fwidentity_name_key, kept in nk): each
+ * window's identity combines their hashes, and their 64-bit hash (the same
+ * for every window), computed at its first need, names the table backend's
+ * locks.
  */
 typedef struct FwCall
 {
 	FwMode		mode;
 	int			n;
-	uint64		key_hash64;		/* fwidentity_hash64 of name and key */
+	FwNameKey	nk;				/* its name and key, and their hashes */
 	FwIdentity	ids[FW_MAX_WINDOWS];
 	FwLimit		limits[FW_MAX_WINDOWS];
 	bool		shadow[FW_MAX_WINDOWS];

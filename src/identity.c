@@ -51,7 +51,8 @@ fwidentity_combine(Oid dbid, uint32 name_hash, int period_id_len, uint32 period_
 
 /*
  * Hash a call's name and key, once for all its counters, into *nk; their
- * lengths are already checked.
+ * lengths are already checked.  Their 64-bit hash waits for its first need
+ * (fwidentity_name_key_hash64).
  */
 void
 fwidentity_name_key(FwNameKey *nk, const char *name, int name_len,
@@ -63,7 +64,19 @@ fwidentity_name_key(FwNameKey *nk, const char *name, int name_len,
 	nk->key_len = key_len;
 	nk->name_hash = hash_bytes((const unsigned char *) name, name_len);
 	nk->key_hash = hash_bytes((const unsigned char *) key, key_len);
-	nk->hash64 = fwidentity_hash64(name, name_len, key, key_len);
+	nk->hashed64 = false;
+}
+
+/* fwidentity_hash64 of a call's name and key, computed once, at the first need. */
+uint64
+fwidentity_name_key_hash64(FwNameKey *nk)
+{
+	if (!nk->hashed64)
+	{
+		nk->hash64 = fwidentity_hash64(nk->name, nk->name_len, nk->key, nk->key_len);
+		nk->hashed64 = true;
+	}
+	return nk->hash64;
 }
 
 /* The hash of a policy window's period identifier, kept with the window. */

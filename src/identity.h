@@ -47,8 +47,10 @@ typedef struct FwIdentity
 /*
  * A call's limit or policy name and key, hashed once per call: each alone,
  * from which the hash of each of its counters' identities is combined
- * (fwidentity_init), and both together (fwidentity_hash64).  The strings
- * are the caller's.
+ * (fwidentity_init), and both together (fwidentity_hash64) at the first
+ * need of it (fwidentity_name_key_hash64): the phase of start => NULL, a
+ * policy's overrides, the table backend's locks; an inline call on shared
+ * memory with a start needs none.  The strings are the caller's.
  */
 typedef struct FwNameKey
 {
@@ -58,6 +60,7 @@ typedef struct FwNameKey
 	int			key_len;
 	uint32		name_hash;
 	uint32		key_hash;
+	bool		hashed64;		/* whether hash64 is computed yet */
 	uint64		hash64;			/* fwidentity_hash64 of name and key */
 } FwNameKey;
 
@@ -90,6 +93,7 @@ typedef bool (*FwCounterVisitor) (const FwCounterView *counter, void *arg);
 extern void fwidentity_check_length(const char *what, int len, int max_bytes);
 extern void fwidentity_name_key(FwNameKey *nk, const char *name, int name_len,
 								const char *key, int key_len);
+extern uint64 fwidentity_name_key_hash64(FwNameKey *nk);
 extern uint32 fwidentity_period_hash(const char *period_id, int period_id_len);
 extern void fwidentity_init(FwIdentity *id, const FwNameKey *nk,
 							const char *period_id, int period_id_len, uint32 period_hash);

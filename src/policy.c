@@ -632,13 +632,13 @@ fwpolicy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
 
 /*
  * The policy called name, as the key sees it (key NULL: the windows alone),
- * into *policy; returns false if there is no such policy.  key_hash64 is
- * fwidentity_hash64 of name and key, which finds the key's overrides in
- * the cache.
+ * into *policy; returns false if there is no such policy.  nk holds the
+ * same name and key (NULL with key NULL): their 64-bit hash finds the key's
+ * overrides in the cache.
  */
 bool
 fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
-				uint64 key_hash64, FwPolicyKey *policy)
+				FwNameKey *nk, FwPolicyKey *policy)
 {
 	FwPolicyEntry fresh;
 	FwPolicyEntry with_key;
@@ -646,6 +646,7 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 	const FwKeyOverrides *cached;
 	FwKeyOverrides overrides;
 	uint64		generation;
+	uint64		key_hash64;
 
 	Assert(name_len <= FW_MAX_NAME_BYTES);
 
@@ -663,7 +664,8 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 	}
 
 	/* a policy with overrides: the key's, from the cache */
-	Assert(key_hash64 == fwidentity_hash64(name, name_len, key, key_len));
+	Assert(nk->name == name && nk->key == key);
+	key_hash64 = fwidentity_name_key_hash64(nk);
 	if (entry != &fresh &&
 		(cached = fwpolicy_key_find(key_hash64, name, name_len, key, key_len)) != NULL)
 	{
@@ -690,9 +692,9 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 /* The same; an undefined name is an error. */
 void
 fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
-			 uint64 key_hash64, FwPolicyKey *policy)
+			 FwNameKey *nk, FwPolicyKey *policy)
 {
-	if (!fwpolicy_lookup(name, name_len, key, key_len, key_hash64, policy))
+	if (!fwpolicy_lookup(name, name_len, key, key_len, nk, policy))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("rate limit policy \"%s\" does not exist",

@@ -41,8 +41,8 @@ typedef struct FwPolicyKey
 } FwPolicyKey;
 
 extern bool fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
-							uint64 key_hash64, FwPolicyKey *policy);
+							FwNameKey *nk, FwPolicyKey *policy);
 extern void fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
-						 uint64 key_hash64, FwPolicyKey *policy);
+						 FwNameKey *nk, FwPolicyKey *policy);
 
 #endif							/* FW_POLICY_H */

@@ -235,6 +235,25 @@ fwshmem_slots_needed(int len)
 	(1 + (FW_MAX_STORED_NAME + FW_MAX_KEY_BYTES + FW_OVERFLOW_TEXT - 1) / FW_OVERFLOW_TEXT)
 
 /*
+ * The counts that decided that n slots had no room for a counter of these
+ * owners, for a true error message.  The caller holds the mutex.
+ */
+static void
+fwshmem_usage_fill(FwShmemUsage *usage, uint32 n, const FwOwners *owners)
+{
+	usage->nslots = fw_shared->nslots;
+	usage->nfree = fw_shared->nfree;
+	usage->needed = n;
+	usage->database_limit = fwsettings_share_of(fw_shared->nslots, fw_database_share);
+	usage->database_known = (owners->database != FW_NO_ENTRY);
+	usage->database_slots = usage->database_known ?
+		fw_shared->databases[owners->database].slots : 0;
+	usage->role_limit = fwsettings_share_of(fw_shared->nslots, fw_role_share);
+	usage->role_known = (owners->role != FW_NO_ENTRY);
+	usage->role_slots = usage->role_known ? fw_shared->roles[owners->role].slots : 0;
+}
+
+/*
  * Whether n slots are free for a counter of these owners, within the shares
  * of its database and its role, and, when take is true, take them off the
  * free slots, linked to each other through overflow.next: *first is set to
@@ -270,21 +289,13 @@ fwshmem_alloc_slots(uint32 n, const FwOwners *owners, bool take, uint32 *first, 
 			 fw_shared->roles[owners->role].slots + n >
 			 fwsettings_share_of(fw_shared->nslots, fw_role_share))
 		result = FW_APPLY_ROLE_FULL;
-	if (result != FW_APPLY_OK && usage != NULL)
+	if (result != FW_APPLY_OK)
 	{
 		/* the counts the decision saw, for a true error message */
-		usage->nslots = fw_shared->nslots;
-		usage->nfree = fw_shared->nfree;
-		usage->needed = n;
-		usage->database_limit = fwsettings_share_of(fw_shared->nslots, fw_database_share);
-		usage->database_known = (owners->database != FW_NO_ENTRY);
-		usage->database_slots = usage->database_known ?
-			fw_shared->databases[owners->database].slots : 0;
-		usage->role_limit = fwsettings_share_of(fw_shared->nslots, fw_role_share);
-		usage->role_known = (owners->role != FW_NO_ENTRY);
-		usage->role_slots = usage->role_known ? fw_shared->roles[owners->role].slots : 0;
+		if (usage != NULL)
+			fwshmem_usage_fill(usage, n, owners);
 	}
-	else if (take)
+	else if (take && !*moved)
 	{
 		fw_shared->nfree -= n;	/* reserve them all at once */
 		fw_shared->databases[owners->database].slots += n;

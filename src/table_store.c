@@ -290,11 +290,11 @@ fwtable_key_locktag(LOCKTAG *tag, uint64 hash64, uint16 field4)
  * while holding its rows.
  */
 static void
-fwtable_lock_policy_key(const FwCall *call)
+fwtable_lock_policy_key(uint64 key_hash64)
 {
 	LOCKTAG		tag;
 
-	fwtable_key_locktag(&tag, call->key_hash64, FW_LOCKTAG_KEY);
+	fwtable_key_locktag(&tag, key_hash64, FW_LOCKTAG_KEY);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -864,6 +864,8 @@ fwtable_apply(const FwCall *call, FwOutcome *outcome)
 	FwRow		rows[FW_MAX_WINDOWS];
 	FwState    *states[FW_MAX_WINDOWS];
 	FwApplyResult result;
+	FwNameKey	nk = call->nk;
+	uint64		key_hash64 = fwidentity_name_key_hash64(&nk);
 	int			i;
 
 	if (RecoveryInProgress())
@@ -881,11 +883,11 @@ fwtable_apply(const FwCall *call, FwOutcome *outcome)
 
 	fwtable_open(lockmode, &table);
 	if (writes && call->n > 1)
-		fwtable_lock_policy_key(call);
+		fwtable_lock_policy_key(key_hash64);
 	for (i = 0; i < call->n; i++)
 	{
 		fwtable_row_key_init(&rows[i].rk, &call->ids[i], table.natts);
-		fwtable_key_locktag(&rows[i].create_lock, call->key_hash64, FW_LOCKTAG_FIELD4);
+		fwtable_key_locktag(&rows[i].create_lock, key_hash64, FW_LOCKTAG_FIELD4);
 		rows[i].slot = table_slot_create(table.rel, NULL);
 	}
 

@@ -70,7 +70,7 @@ fwcall_named(FwCall *call, FwMode mode, const char *name, int name_len,
 	int			i;
 
 	fwidentity_name_key(&call->nk, name, name_len, key, key_len);
-	fwpolicy_get(name, name_len, key, key_len, &call->nk, &policy);
+	fwpolicy_get(&call->nk, &policy);
 	exempt = (policy.exempt && mode != FW_MODE_REFUND);
 
 	call->mode = mode;

@@ -631,15 +631,16 @@ fwpolicy_entry(const char *name, int name_len, FwPolicyEntry *fresh)
 }
 
 /*
- * The policy called name, as the key sees it (key NULL: the windows alone),
- * into *policy; returns false if there is no such policy.  nk holds the
- * same name and key (NULL with key NULL): their 64-bit hash finds the key's
- * overrides in the cache.
+ * The policy called name, as a call's key sees it (nk, whose name is name,
+ * hashed by fwidentity_name_key; NULL: the windows alone), into *policy;
+ * returns false if there is no such policy.  The 64-bit hash of the name and
+ * key finds the key's overrides in the cache.
  */
 bool
-fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
-				FwNameKey *nk, FwPolicyKey *policy)
+fwpolicy_lookup(const char *name, int name_len, FwNameKey *nk, FwPolicyKey *policy)
 {
+	const char *key = nk ? nk->key : NULL;
+	int			key_len = nk ? nk->key_len : 0;
 	FwPolicyEntry fresh;
 	FwPolicyEntry with_key;
 	const FwPolicyEntry *entry;
@@ -664,7 +665,7 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 	}
 
 	/* a policy with overrides: the key's, from the cache */
-	Assert(nk->name == name && nk->key == key);
+	Assert(nk->name == name && nk->name_len == name_len);
 	key_hash64 = fwidentity_name_key_hash64(nk);
 	if (entry != &fresh &&
 		(cached = fwpolicy_key_find(key_hash64, name, name_len, key, key_len)) != NULL)
@@ -689,12 +690,14 @@ fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
 	return true;
 }
 
-/* The same; an undefined name is an error. */
+/* The same for the policy named by a call's name; an undefined name is an error. */
 void
-fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
-			 FwNameKey *nk, FwPolicyKey *policy)
+fwpolicy_get(FwNameKey *nk, FwPolicyKey *policy)
 {
-	if (!fwpolicy_lookup(name, name_len, key, key_len, nk, policy))
+	const char *name = nk->name;
+	int			name_len = nk->name_len;
+
+	if (!fwpolicy_lookup(name, name_len, nk, policy))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("rate limit policy \"%s\" does not exist",

@@ -40,9 +40,8 @@ typedef struct FwPolicyKey
 	bool		exempt;			/* the key is never denied, spends nothing */
 } FwPolicyKey;
 
-extern bool fwpolicy_lookup(const char *name, int name_len, const char *key, int key_len,
-							FwNameKey *nk, FwPolicyKey *policy);
-extern void fwpolicy_get(const char *name, int name_len, const char *key, int key_len,
-						 FwNameKey *nk, FwPolicyKey *policy);
+extern bool fwpolicy_lookup(const char *name, int name_len, FwNameKey *nk,
+							FwPolicyKey *policy);
+extern void fwpolicy_get(FwNameKey *nk, FwPolicyKey *policy);
 
 #endif							/* FW_POLICY_H */

@@ -340,7 +340,7 @@ fwstore_remove(const char *name, int name_len, const char *key, int key_len)
 		removed = fwshmem_remove(&id) ? 1 : 0;
 		policy.nwindows = 0;
 		if (name_len <= FW_MAX_NAME_BYTES)
-			(void) fwpolicy_lookup(name, name_len, NULL, 0, NULL, &policy);
+			(void) fwpolicy_lookup(name, name_len, NULL, &policy);
 		for (i = 0; i < policy.nwindows; i++)
 		{
 			fwidentity_init(&id, &nk, policy.windows[i].period_id,

@@ -1,6 +1,6 @@
 # fixed_window: fixed-window rate limits inside PostgreSQL (PGXS build)
 
-EXTENSION = fixed_window fixed_window_proxy
+EXTENSION = fixed_window fixed_window_proxy fixed_window_sql
 MODULE_big = fixed_window
 # The tree's top, as PGXS finds it once included (srcdir): the sources and
 # scripts are listed from there, so that a build in another directory
@@ -12,7 +12,14 @@ OBJS = $(patsubst $(fw_top)%.c,%.o,$(wildcard $(fw_top)src/*.c))
 # runs fixed_window--1.0.sql and then the updates in order, as an update does;
 # the router has an install script of 1.3 of its own, since a new router
 # routes by jump where one updated from 1.2 keeps the modulo.
-DATA = $(notdir $(wildcard $(fw_top)fixed_window*--*.sql))
+DATA = $(notdir $(wildcard $(fw_top)fixed_window--*.sql $(fw_top)fixed_window_proxy--*.sql))
+# The SQL edition (fixed_window_sql, trusted, no C): its install script is
+# built from src/sql_edition/*.sql, concatenated in file-name order by
+# scripts/sql_edition.sh, which also writes (make sql-edition, which needs no
+# PostgreSQL headers) the plain script for psql -f and pg_tle's install script.
+fw_sql_version := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(fw_top)fixed_window_sql.control)
+fw_sql_sources = $(sort $(wildcard $(fw_top)src/sql_edition/*.sql))
+DATA_built = fixed_window_sql--$(fw_sql_version).sql
 PGFILEDESC = "fixed_window - fixed-window rate limits and quotas"
 
 # The test suites, in PGXS's places: sql/, expected/ and specs/; TAP in
@@ -32,8 +39,10 @@ PROVE_TESTS = $(srcdir)/test/t/*.pl
 TAP_DSM = 001_concurrent_load.pl 003_standby.pl 004_full_memory.pl 005_restart.pl 006_property.pl \
 	007_window_boundaries.pl 008_databases.pl 010_policy_atomicity.pl 011_policy_dump.pl \
 	014_admin_under_load.pl 017_growth.pl 018_aged_chains.pl 020_transitions.pl
+TAP_SQL = 006_property.pl
 NO_INSTALLCHECK = 1
-EXTRA_CLEAN = tmp_check_* output_dsm output_table output_iso_dsm output_iso_table test/unit/test_window
+EXTRA_CLEAN = tmp_check_* output_dsm output_table output_iso_dsm output_iso_table test/unit/test_window \
+	output_sql output_iso_sql tmp_sql_pg fixed_window_sql.sql fixed_window_sql.pgtle.sql
 
 PG_CPPFLAGS = -I$(srcdir)/src
 # One call crosses a dozen small functions in several files (call, store,
@@ -84,14 +93,37 @@ $(eval $(call fw_suite,isolation,,$$(ISOLATION)))
 $(eval $(call fw_suite,isolation,-dsm,$$(ISOLATION)))
 $(eval $(call fw_suite,isolation,-table,$$(ISOLATION_TABLE)))
 
+# The SQL edition against the C extension's table-backend suites, unchanged
+# and with the same expected output: on servers of a private copy of this
+# PostgreSQL (tmp_sql_pg, scripts/sql_edition_copy.sh) where the extension
+# fixed_window is the edition, configured as the table backend's.  What the
+# edition cannot do (shared memory, the keeper, per-backend statistics) is left out below, a
+# reason beside each test.
+REGRESS_SQL_EXCLUDE =
+ISOLATION_SQL_EXCLUDE =
+fw_sql_copy = $(abspath tmp_sql_pg)
+define fw_sql_suite
+test-$(1)-sql: export MALLOC_PERTURB_ = 85
+test-$(1)-sql:
+	bash $$(srcdir)/scripts/sql_edition_copy.sh '$$(PG_CONFIG)' $(fw_sql_copy) >/dev/null
+	$$(fw_runner.$(1)) --bindir='$(fw_sql_copy)$$(bindir)' --temp-instance=tmp_check_$(1)_sql \
+		--temp-config=$$(srcdir)/test/table.conf --outputdir=$(fw_output.$(1))_sql $(2)
+endef
+$(eval $(call fw_sql_suite,regress,$$(filter-out $$(REGRESS_SQL_EXCLUDE),$$(REGRESS) $$(REGRESS_TABLE))))
+$(eval $(call fw_sql_suite,isolation,$$(filter-out $$(ISOLATION_SQL_EXCLUDE),$$(ISOLATION_TABLE))))
+
 # TAP tests start clusters of their own either way, from the installed
 # files: not from files staged in DESTDIR (a package build), and not as root.
 # test-tap-dsm runs the shared-memory suites again, their servers not
 # preloading the library (test/t/FwTest.pm).
-test-tap test-tap-dsm: export MALLOC_PERTURB_ = 85
+# test-tap-sql runs the property test against the SQL edition
+# (fixed_window_sql, FW_EDITION=sql in test/t/FwTest.pm).
+test-tap test-tap-dsm test-tap-sql: export MALLOC_PERTURB_ = 85
 test-tap-dsm: export FW_SHMEM = dynamic
 test-tap-dsm: PROVE_TESTS = $(addprefix $(srcdir)/test/t/,$(TAP_DSM))
-test-tap test-tap-dsm:
+test-tap-sql: export FW_EDITION = sql
+test-tap-sql: PROVE_TESTS = $(addprefix $(srcdir)/test/t/,$(TAP_SQL))
+test-tap test-tap-dsm test-tap-sql:
 	$(prove_installcheck)
 ifneq ($(DESTDIR),)
 installcheck-tap:
@@ -178,9 +210,20 @@ all:
 	@false
 endif
 
+# The SQL edition's products (see DATA_built above); each is remade when a
+# source, the control file or the script changes.
+fw_sql_deps = $(fw_sql_sources) $(fw_top)fixed_window_sql.control $(fw_top)scripts/sql_edition.sh
+fixed_window_sql--$(fw_sql_version).sql: $(fw_sql_deps)
+	bash $(fw_top)scripts/sql_edition.sh extension $@
+fixed_window_sql.sql: $(fw_sql_deps)
+	bash $(fw_top)scripts/sql_edition.sh plain $@
+fixed_window_sql.pgtle.sql: $(fw_sql_deps)
+	bash $(fw_top)scripts/sql_edition.sh pgtle $@
+sql-edition: fixed_window_sql.sql fixed_window_sql.pgtle.sql
+
 .PHONY: test demo bench bench-versions unit check-layers check-version check-docs test-docs dist installcheck \
 	test-regress test-regress-dsm test-regress-table test-isolation test-isolation-dsm \
-	test-isolation-table test-tap test-tap-dsm test-monitoring test-service test-pgbouncer test-deb \
+	test-isolation-table test-regress-sql test-isolation-sql test-tap test-tap-dsm test-tap-sql test-monitoring sql-edition test-service test-pgbouncer test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap
 

@@ -8,9 +8,16 @@
 #   regress-table       the same on the table backend, plus its own tests
 #   isolation   isolation specs, concurrent sessions
 #   isolation-table     transactions on the table backend
+#   regress-sql, isolation-sql
+#               the same suites of the table backend, unchanged, against the
+#               SQL edition installed as the extension fixed_window in a
+#               private copy of the server (Makefile: REGRESS_SQL_EXCLUDE and
+#               ISOLATION_SQL_EXCLUDE say what it leaves out, and why)
 #   tap         TAP tests (PostgreSQL::Test::Cluster): load across window
 #               boundaries, restarts, crashes, a standby, full memory, and the
-#               property test against the Python reference model
+#               property test against the Python reference model; the SQL
+#               edition's three ways in (test/t/021_sql_edition.pl)
+#   tap-sql     the property test against the SQL edition (fixed_window_sql)
 #   monitoring  examples/monitoring: the alert rules' unit tests (promtool),
 #               then a cluster, postgres_exporter with the queries and
 #               Prometheus with the rules, the metrics read through PromQL
@@ -48,7 +55,7 @@ export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
 # chroots' layers are asked, nothing is built or installed on this machine.
 chroot_majors=" $(fw_chroot_majors | paste -sd' ') "
 host_layers=" unit layers version regress regress-table regress-dsm isolation isolation-table isolation-dsm
-    tap router tap-dsm monitoring service pgbouncer docs deb "
+    regress-sql isolation-sql tap router tap-dsm tap-sql monitoring service pgbouncer docs deb "
 host=no
 [ $# -gt 0 ] || host=yes
 for arg in "$@"; do
@@ -111,6 +118,8 @@ layer regress-dsm test-regress-dsm
 layer isolation test-isolation
 layer isolation-table test-isolation-table
 layer isolation-dsm test-isolation-dsm
+layer regress-sql test-regress-sql
+layer isolation-sql test-isolation-sql
 if [ -z "${FW_CHROOT:-}" ]; then
     layer tap test-tap
 else
@@ -124,6 +133,7 @@ else
     fi
 fi
 layer tap-dsm test-tap-dsm
+layer tap-sql test-tap-sql
 layer monitoring test-monitoring
 layer service test-service
 layer pgbouncer test-pgbouncer
@@ -131,7 +141,8 @@ layer pgbouncer test-pgbouncer
 wanted docs && run_layer docs make -C "$FW_ROOT" -s PG_CONFIG="$FW_PG_BIN/pg_config" test-docs
 wanted deb && run_layer deb env -u COPT bash "$FW_ROOT/scripts/deb_test.sh"
 # Each in its chroot, running this script there on the layers named.
-chroot_layers="unit regress regress-dsm regress-table isolation isolation-dsm isolation-table tap router tap-dsm deb"
+chroot_layers="unit regress regress-dsm regress-table isolation isolation-dsm isolation-table regress-sql isolation-sql
+    tap router tap-dsm tap-sql deb"
 for major in $chroot_majors; do
     wanted "pg$major" && [ -z "${FW_CHROOT:-}" ] && run_layer "pg$major" bash "$FW_ROOT/scripts/pg_chroot.sh" "$major" \
         bash scripts/test.sh $chroot_layers

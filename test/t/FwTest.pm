@@ -13,8 +13,14 @@
 #                          the library (make test-tap), or, with
 #                          FW_SHMEM=dynamic (make test-tap-dsm), storage
 #                          "shmem" without preload, in dynamic shared memory
+#   edition()              'sql' when FW_EDITION=sql (make test-tap-sql):
+#                          the suites that honour it call the SQL edition,
+#                          fixed_window_sql, on servers that do not load the
+#                          library; else 'c'
+#   extension_name()       the extension that edition is: fixed_window_sql or
+#                          fixed_window
 #   new_node($name, %opt)  a server, started, with the extension in database
-#                          postgres; the options:
+#                          postgres (extension_name()); the options:
 #                            init => [...]     arguments of init
 #                            conf => $text     lines of postgresql.conf, after
 #                                              shmem_conf()'s
@@ -61,13 +67,24 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 
 our @EXPORT = qw(
-  shmem_conf new_node
+  edition extension_name shmem_conf new_node
   require_plproxy new_shard new_router shard_connstr shards_server
   on_storage in_turn
 );
 
+sub edition
+{
+	return ($ENV{FW_EDITION} // '') eq 'sql' ? 'sql' : 'c';
+}
+
+sub extension_name
+{
+	return edition() eq 'sql' ? 'fixed_window_sql' : 'fixed_window';
+}
+
 sub shmem_conf
 {
+	return '' if edition() eq 'sql';
 	return ($ENV{FW_SHMEM} // '') eq 'dynamic'
 	  ? "fixed_window.storage = shmem\n"
 	  : "shared_preload_libraries = 'fixed_window'\n";
@@ -81,7 +98,7 @@ sub new_node
 	my $conf = (($opt{shmem} // 1) ? shmem_conf() : '') . ($opt{conf} // '');
 	$node->append_conf('postgresql.conf', $conf) if $conf ne '';
 	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION fixed_window')
+	$node->safe_psql('postgres', 'CREATE EXTENSION ' . extension_name())
 	  if $opt{extension} // 1;
 	return $node;
 }

@@ -27,8 +27,10 @@
 # The plain script turns each CREATE at the top level (outside a
 # dollar-quoted body) into its re-runnable form: TABLE, INDEX and SEQUENCE
 # IF NOT EXISTS; FUNCTION, PROCEDURE, VIEW, TRIGGER and AGGREGATE OR
-# REPLACE; a TYPE or DOMAIN only when the schema has none of that name.  A
-# CREATE it has no such form for (a POLICY, a CAST...) stops the script here.
+# REPLACE; a TYPE or DOMAIN only when the schema has none of that name; an
+# INSERT without ON CONFLICT gets ON CONFLICT DO NOTHING.  A statement it has
+# no such form for (CREATE POLICY, CREATE CAST, ALTER TABLE ... ADD, an INSERT
+# ... RETURNING) stops the script here, naming it.
 set -euo pipefail
 
 product=${1:?usage: scripts/sql_edition.sh extension|plain|pgtle OUTPUT [EXTENSION]}
@@ -74,7 +76,7 @@ extension_script() {
 # comments, so that only statements at the top level are rewritten.
 plain_body() {
     body | awk -v q="'" '
-    function fail(msg) { printf "sql_edition.sh: %s, line %d: %s\n", source, NR, msg > "/dev/stderr"; bad = 1 }
+    function fail(msg) { printf "sql_edition.sh: %s, line %d: %s\n", source, NR - first, msg > "/dev/stderr"; bad = 1 }
     # scan(s): follows the quoting state across s; sets ends when a
     # statement ends on this line at the top level.
     function scan(s,    i, c, rest) {
@@ -98,7 +100,7 @@ plain_body() {
             }
         }
     }
-    /^-- src\/sql_edition\// { source = substr($0, 4) }
+    /^-- src\/sql_edition\// { source = substr($0, 4); first = NR }
     {
         line = $0
         top = (dollar == "" && !quote && !instmt)
@@ -130,12 +132,32 @@ plain_body() {
                 fail("@extowner@ stands only where a role name does (OWNER TO, TO, FROM), outside literals and bodies")
             gsub(/@extowner@/, ":\"fw_owner\"", line)
         }
+        if (top && line ~ /^ALTER[ \t]+TABLE[ \t].*[ \t]ADD[ \t]/ && line !~ /IF[ \t]+NOT[ \t]+EXISTS/)
+            fail("no re-runnable form of \"" line "\" for the plain script")
+        if (top && line ~ /^INSERT[ \t]/) { inserting = 1; buf = "" }
         scan($0)
-        print line
+        if (inserting) {
+            buf = buf (buf == "" ? "" : "\n") line
+            if (ends && dollar == "" && !quote) {
+                # an INSERT adds nothing the second time
+                if (buf !~ /ON[ \t\n]+CONFLICT/) {
+                    if (buf ~ /RETURNING/ || buf !~ /;[ \t]*$/)
+                        fail("an INSERT the plain script cannot make re-runnable: give it ON CONFLICT")
+                    sub(/;[ \t]*$/, " ON CONFLICT DO NOTHING;", buf)
+                }
+                print buf
+                inserting = 0
+            }
+        } else {
+            print line
+        }
         instmt = dollar != "" || quote || (!ends && (instmt || code))
         if (guarded && ends && dollar == "" && !quote) { print "\\endif"; guarded = 0 }
     }
-    END { if (dollar != "" || quote) fail("the sources end inside a quoted text"); exit bad }'
+    END {
+        if (dollar != "" || quote || inserting || guarded) fail("the sources end inside a statement")
+        exit bad
+    }'
 }
 
 check_pgtle_quotes() {

@@ -149,7 +149,6 @@ like($c_answers, qr/^\(f,00:00:\d\d,0,/m, 'the sequence has a denial with its re
 like($c_answers, qr/^22023: /m, 'and an error with its SQLSTATE');
 
 # (b) An ordinary role's test clock and fail_open change nothing.
-$node->safe_psql('app', 'GRANT USAGE ON SCHEMA public TO mallory');
 my $real = safe_as_role($node, 'app', 'mallory', q{
 	SET fixed_window.debug_now = '2100-01-01 00:00:00+00';
 	SET fixed_window.fail_open = on;

@@ -32,6 +32,7 @@
 # no such form for (CREATE POLICY, CREATE CAST, ALTER TABLE ... ADD, an INSERT
 # ... RETURNING) stops the script here, naming it.
 set -euo pipefail
+export LC_ALL=C    # file-name order is byte order
 
 product=${1:?usage: scripts/sql_edition.sh extension|plain|pgtle OUTPUT [EXTENSION]}
 output=${2:?usage: scripts/sql_edition.sh extension|plain|pgtle OUTPUT [EXTENSION]}

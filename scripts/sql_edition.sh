@@ -27,10 +27,12 @@
 # The plain script turns each CREATE at the top level (outside a
 # dollar-quoted body) into its re-runnable form: TABLE, INDEX and SEQUENCE
 # IF NOT EXISTS; FUNCTION, PROCEDURE, VIEW, TRIGGER and AGGREGATE OR
-# REPLACE; a TYPE or DOMAIN only when the schema has none of that name; an
-# INSERT without ON CONFLICT gets ON CONFLICT DO NOTHING.  A statement it has
-# no such form for (CREATE POLICY, CREATE CAST, ALTER TABLE ... ADD, an INSERT
-# ... RETURNING) stops the script here, naming it.
+# REPLACE; a TYPE or DOMAIN only when the schema has none of that name, and
+# ALTER TABLE t ADD CONSTRAINT c only when t has no constraint c; ADD COLUMN
+# IF NOT EXISTS; an INSERT without ON CONFLICT gets ON CONFLICT DO NOTHING.
+# A statement it has no such form for (CREATE POLICY, CREATE CAST, another
+# ALTER TABLE ... ADD, an INSERT ... RETURNING) stops the script here, naming
+# it.
 set -euo pipefail
 export LC_ALL=C    # file-name order is byte order
 
@@ -133,8 +135,16 @@ plain_body() {
                 fail("@extowner@ stands only where a role name does (OWNER TO, TO, FROM), outside literals and bodies")
             gsub(/@extowner@/, ":\"fw_owner\"", line)
         }
-        if (top && line ~ /^ALTER[ \t]+TABLE[ \t].*[ \t]ADD[ \t]/ && line !~ /IF[ \t]+NOT[ \t]+EXISTS/)
+        if (top && line ~ /^ALTER[ \t]+TABLE[ \t]+[A-Za-z_][A-Za-z_0-9]*[ \t]+ADD[ \t]+CONSTRAINT[ \t]+[A-Za-z_]/) {
+            split(line, w, /[ \t]+/)
+            printf "SELECT NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conname = %s AND conrelid = to_regclass(format(%s, :%s, %s))) AS fw_new_constraint \\gset\n", q tolower(w[6]) q, q "%I.%I" q, q "schema" q, q tolower(w[3]) q
+            print "\\if :fw_new_constraint"
+            guarded = 1
+        } else if (top && line ~ /^ALTER[ \t]+TABLE[ \t].*[ \t]ADD[ \t]+COLUMN[ \t]/ && line !~ /IF[ \t]+NOT[ \t]+EXISTS/) {
+            sub(/[ \t]ADD[ \t]+COLUMN[ \t]+/, " ADD COLUMN IF NOT EXISTS ", line)
+        } else if (top && line ~ /^ALTER[ \t]+TABLE[ \t].*[ \t]ADD[ \t]/ && line !~ /IF[ \t]+NOT[ \t]+EXISTS/) {
             fail("no re-runnable form of \"" line "\" for the plain script")
+        }
         if (top && line ~ /^INSERT[ \t]/) { inserting = 1; buf = "" }
         scan($0)
         if (inserting) {

@@ -130,6 +130,10 @@ plain_body() {
                 fail("no re-runnable form of \"" line "\" for the plain script")
             }
         }
+        # a function made by dynamic SQL (EXECUTE of a dollar-quoted text
+        # whose line starts with CREATE FUNCTION) is replaced too
+        if (dollar != "" && line ~ /^CREATE[ \t]+(FUNCTION|PROCEDURE)[ \t]/)
+            sub(/^CREATE[ \t]+/, "CREATE OR REPLACE ", line)
         if (line ~ /@extowner@/) {
             if (line !~ /(OWNER[ \t]+TO|[ \t]TO|[ \t]FROM)[ \t]+@extowner@/ || dollar != "" || quote)
                 fail("@extowner@ stands only where a role name does (OWNER TO, TO, FROM), outside literals and bodies")

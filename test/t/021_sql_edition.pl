@@ -142,7 +142,8 @@ SELECT name, period, rate, capacity, start, shadow, comment FROM fw_policies ORD
 SELECT name, key, period, rate, capacity, exempt, created_by = current_user FROM fw_overrides ORDER BY 1, 2, 3;
 };
 my $c_answers = $node->safe_psql('c', $calls);
-my $sql_answers = safe_as_role($node, 'app', 'alice', $calls);
+my ($ret, $sql_answers, $err) = as_role($node, 'app', 'alice', $calls);
+is($err, '', 'alice\'s calls raise no error');
 is($sql_answers, $c_answers,
 	'alice, owner of app, gets the C extension\'s answers from fixed_window_sql, errors included');
 like($c_answers, qr/^\(f,00:00:\d\d,0,/m, 'the sequence has a denial with its retry_after');
@@ -160,7 +161,8 @@ is($real, "t\nf\nt", "mallory's calls are counted and denied as anyone's");
 is($node->safe_psql('app', q{
 	SELECT window_start <= now() AND window_end > now() FROM fw_counter WHERE name = 'mallory'}),
 	't', "mallory's fixed_window.debug_now is ignored: her calls are judged at the real clock");
-my ($ret, $out, $err) = as_role($node, 'app', 'mallory', q{
+my $out;
+($ret, $out, $err) = as_role($node, 'app', 'mallory', q{
 	SET fixed_window.fail_open = on;
 	SELECT fw_limit('mallory', 'k', 0, '1 day');
 }, '-v', 'VERBOSITY=sqlstate');

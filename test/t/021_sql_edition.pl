@@ -13,8 +13,9 @@
 #       clock, her errors stay errors, her denials denials;
 #   (c) carol, who may only create in schema rl of database plain (no
 #       extension, no other privilege), installs the plain script with
-#       psql -f, calls it, and runs it again: counters and policies stay; the
-#       plain script refuses a schema that holds the extension;
+#       psql -f, calls it, and runs it again: counters and policies stay; a
+#       newer plain script upgrades it in place, and an older one is then
+#       refused; the plain script refuses a schema that holds the extension;
 #   (d) pg_tle's install script, run against a stub of
 #       pgtle.install_extension that records its arguments, records a script
 #       that, run as pg_tle runs it into an empty schema, makes the edition;
@@ -212,6 +213,19 @@ is($node->safe_psql('plain', $state), $before, 'counters, policies and overrides
 like($before, qr/^1\.6$/m, 'the schema records the version installed');
 my $second = safe_as_role($node, 'plain', 'carol', $plain_calls);
 like($second, qr/^\(t,,1,/m, "the counter kept what was spent before the script ran again");
+# a newer plain script (the same, as 1.7) upgrades in place; then 1.6's is refused
+my $newer = "$tmp/plain_1.7.sql";
+PostgreSQL::Test::Utils::append_to_file($newer,
+	slurp_file($plain) =~ s/string_to_array\('1\.6'/string_to_array('1.7'/r
+	  =~ s/this script''s 1\.6'/this script''s 1.7'/r =~ s/^VALUES \('1\.6'/VALUES ('1.7'/mr);
+($ret, $out, $err) = as_role($node, 'plain', 'carol', '', '-X', '-q', '-v', 'schema=rl', '-f', $newer);
+is($ret, 0, 'a newer plain script runs over the installed one') or diag($err);
+is($node->safe_psql('plain', 'SELECT string_agg(version, \',\' ORDER BY version) FROM rl.fw_sql_edition'),
+	'1.6,1.7', 'the schema records both versions');
+like(safe_as_role($node, 'plain', 'carol', $plain_calls), qr/^\(t,,0,/m, 'and the counter is still there');
+($ret, $out, $err) = as_role($node, 'plain', 'carol', '', @plain_run);
+isnt($ret, 0, 'the older plain script is then refused');
+like($err, qr/holds fixed_window_sql 1\.7, newer than this script's 1\.6/, '... saying why');
 ($ret, $out, $err) = as_role($node, 'app', 'alice', '', '-X', '-q', '-v', 'schema=public', '-f', $plain);
 isnt($ret, 0, 'the plain script refuses a schema that holds the extension');
 like($err, qr/schema "public" holds the extension fixed_window_sql/, '... saying so');

@@ -161,6 +161,7 @@ COMMENT ON FUNCTION fw_table_capacity() IS
 
 
 REVOKE ALL ON FUNCTION fw_table_stats_limit() FROM PUBLIC;
+ALTER FUNCTION fw_table_stats_limit() OWNER TO @extowner@;
 ALTER FUNCTION fw_table_counters() OWNER TO @extowner@;
 ALTER FUNCTION fw_table_stats() OWNER TO @extowner@;
 ALTER FUNCTION fw_table_stats_capacity() OWNER TO @extowner@;

@@ -56,6 +56,7 @@ DECLARE
     retry interval;
     kept boolean;
     hint text;
+    i integer;
 BEGIN
     IF TG_WHEN <> 'BEFORE' OR TG_LEVEL <> 'ROW' THEN
         RAISE EXCEPTION 'trigger "%" on table "%" must be BEFORE ... FOR EACH ROW', TG_NAME, tbl
@@ -102,10 +103,32 @@ BEGIN
                   HINT = 'Limit on a plain column of such a type, filled by the application or by an earlier BEFORE trigger (stored generated columns are computed after BEFORE triggers).';
     END IF;
 
-    -- whole numbers as strtol reads them: blanks, a sign, digits
-    FOR i IN 2 .. TG_NARGS - 1 LOOP
-        what := CASE WHEN i = 2 AND NOT named THEN 'rate' WHEN i = 2 OR i = 5 THEN 'cost' END;
-        CONTINUE WHEN what IS NULL;
+    -- whole numbers as strtol reads them (blanks, a sign, digits), in the
+    -- C trigger's order: the rate, or a policy's cost, before the period and
+    -- start; an inline limit's cost after them
+    FOREACH i IN ARRAY ARRAY[2, -1, 5] LOOP
+        IF i = -1 THEN
+            saved := ARRAY(SELECT current_setting(s) FROM unnest(settings) AS s);
+            PERFORM set_config(settings[n], fixed[n], true) FROM generate_subscripts(settings, 1) AS n;
+            IF NOT named THEN
+                period := TG_ARGV[3]::interval;
+            END IF;
+            IF TG_NARGS >= 5 THEN
+                -- a start read as a time that moves with the clock moves the windows
+                IF EXISTS (SELECT FROM regexp_matches(TG_ARGV[4], '[A-Za-z]+', 'g') AS m
+                           WHERE lower(m[1]) IN ('now', 'today', 'tomorrow', 'yesterday')) THEN
+                    RAISE EXCEPTION 'invalid value "%" for argument "%" of trigger "%" on table "%"',
+                            TG_ARGV[4], 'start', TG_NAME, tbl
+                        USING ERRCODE = 'invalid_parameter_value',
+                              DETAIL = 'A start such as "now" or "today" moves with the clock, so the windows would move and every row would pass.',
+                              HINT = 'Give a fixed time, such as ''2026-01-01 00:00+00''.';
+                END IF;
+                start := TG_ARGV[4]::timestamptz;
+            END IF;
+            CONTINUE;
+        END IF;
+        CONTINUE WHEN i >= TG_NARGS;
+        what := CASE WHEN i = 2 AND NOT named THEN 'rate' ELSE 'cost' END;
         value := TG_ARGV[i];
         IF value !~ '^[[:space:]]*[+-]?[0-9]+$'
            OR ltrim(value, E' \t\n\r\f\v')::numeric NOT BETWEEN -2147483648 AND 2147483647 THEN
@@ -119,24 +142,6 @@ BEGIN
             cost := ltrim(value, E' \t\n\r\f\v')::integer;
         END IF;
     END LOOP;
-
-    saved := ARRAY(SELECT current_setting(s) FROM unnest(settings) AS s);
-    PERFORM set_config(settings[i], fixed[i], true) FROM generate_subscripts(settings, 1) AS i;
-    IF NOT named THEN
-        period := TG_ARGV[3]::interval;
-    END IF;
-    IF TG_NARGS >= 5 THEN
-        -- a start read as a time that moves with the clock moves the windows
-        IF EXISTS (SELECT FROM regexp_matches(TG_ARGV[4], '[A-Za-z]+', 'g') AS m
-                   WHERE lower(m[1]) IN ('now', 'today', 'tomorrow', 'yesterday')) THEN
-            RAISE EXCEPTION 'invalid value "%" for argument "%" of trigger "%" on table "%"',
-                    TG_ARGV[4], 'start', TG_NAME, tbl
-                USING ERRCODE = 'invalid_parameter_value',
-                      DETAIL = 'A start such as "now" or "today" moves with the clock, so the windows would move and every row would pass.',
-                      HINT = 'Give a fixed time, such as ''2026-01-01 00:00+00''.';
-        END IF;
-        start := TG_ARGV[4]::timestamptz;
-    END IF;
     -- equal values written alike: 42 and 42.000, -0 and 0, 'a' and 'a  '
     expr := CASE
         WHEN base = 'numeric'::regtype THEN 'trim_scale(($1).%1$I)::text'
@@ -146,7 +151,7 @@ BEGIN
         ELSE 'format(''%%s'', ($1).%1$I)' END;
     EXECUTE format('SELECT ($1).%1$I IS NULL AS missing, ' || expr || ' AS key', col)
         INTO v USING row_value;
-    PERFORM set_config(settings[i], saved[i], true) FROM generate_subscripts(settings, 1) AS i;
+    PERFORM set_config(settings[n], saved[n], true) FROM generate_subscripts(settings, 1) AS n;
     IF v.missing THEN
         RAISE EXCEPTION 'column "%" limited by trigger "%" must not be null', col, TG_NAME
             USING ERRCODE = 'null_value_not_allowed',

@@ -142,13 +142,14 @@ BEGIN
             cost := ltrim(value, E' \t\n\r\f\v')::integer;
         END IF;
     END LOOP;
-    -- equal values written alike: 42 and 42.000, -0 and 0, 'a' and 'a  '
+    -- equal values written alike: 42 and 42.000, -0 and 0, 'a' and 'a  ';
+    -- every function and operator pg_catalog's, as this runs as the owner
     expr := CASE
-        WHEN base = 'numeric'::regtype THEN 'trim_scale(($1).%1$I)::text'
+        WHEN base = 'numeric'::regtype THEN 'pg_catalog.trim_scale(($1).%1$I)::text'
         WHEN base IN ('float4'::regtype, 'float8'::regtype)
-            THEN 'CASE WHEN ($1).%1$I = 0 THEN ''0'' ELSE format(''%%s'', ($1).%1$I) END'
-        WHEN base = 'bpchar'::regtype THEN 'rtrim(format(''%%s'', ($1).%1$I), '' '')'
-        ELSE 'format(''%%s'', ($1).%1$I)' END;
+            THEN 'CASE WHEN ($1).%1$I OPERATOR(pg_catalog.=) 0::float8 THEN ''0'' ELSE pg_catalog.format(''%%s'', ($1).%1$I) END'
+        WHEN base = 'bpchar'::regtype THEN 'pg_catalog.rtrim(pg_catalog.format(''%%s'', ($1).%1$I), '' '')'
+        ELSE 'pg_catalog.format(''%%s'', ($1).%1$I)' END;
     EXECUTE format('SELECT ($1).%1$I IS NULL AS missing, ' || expr || ' AS key', col)
         INTO v USING row_value;
     PERFORM set_config(settings[n], saved[n], true) FROM generate_subscripts(settings, 1) AS n;

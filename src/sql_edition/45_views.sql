@@ -11,15 +11,17 @@ CREATE VIEW fw_counters WITH (security_barrier) AS
     SELECT s.name, s.key, 'shmem'::text AS storage, s.window_start, s.window_end,
            s.remaining, s.rate, s.capacity, s.period_id::interval AS period
     FROM fw_shmem_counters() AS s
-    WHERE s.window_end > fw_now()
+    WHERE s.window_end > (SELECT fw_now())
     UNION ALL
     SELECT c.name COLLATE "C", c.key COLLATE "C", 'table', c.window_start, c.window_end,
            c.remaining, c.rate, c.capacity, c.period_id::interval
     FROM fw_table_counters() AS c
-    WHERE c.window_end > fw_now();
+    WHERE c.window_end > (SELECT fw_now());
 GRANT SELECT ON fw_counters TO PUBLIC;
 COMMENT ON VIEW fw_counters IS
     'one row per counter of this database whose window is current, in either storage; remaining = 0 means throttled now; keys of other roles are NULL unless the caller is a superuser or has pg_read_all_stats';
+-- (fw_now() is read once per query, not once per row as the C extension's
+-- cheap C function is: in PL/pgSQL it costs a lookup of the setting's grant.)
 
 CREATE VIEW fw_policies AS
     SELECT p.name, p.period, p.rate, p.capacity, p.start, p.shadow, p.comment

@@ -1,0 +1,89 @@
+-- fixed_window, SQL edition: the window grid, as window.c computes it.
+--
+-- Windows are [W(k), W(k+1)) with W(k) = start + k * months (calendar
+-- months, in UTC, the day clamped to the month's length) + k * span (exact
+-- microseconds).  Times are handled as microseconds since the Unix epoch.
+
+-- microseconds since the Unix epoch of a timestamp, and back
+CREATE FUNCTION fw_us(t timestamptz)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN (extract(epoch FROM t) * 1000000)::bigint;
+
+CREATE FUNCTION fw_ts(us bigint)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN timestamptz '1970-01-01 00:00:00+00'
+    + make_interval(hours => (div(us, 3600000000))::integer)
+    + (us - div(us, 3600000000) * 3600000000) * interval '1 microsecond';
+
+-- an exact duration as fixed_window answers it: all in the time field
+CREATE FUNCTION fw_us_interval(us bigint)
+RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN make_interval(hours => (div(us, 3600000000))::integer)
+    + (us - div(us, 3600000000) * 3600000000) * interval '1 microsecond';
+
+-- an interval's month part and its day and time parts in microseconds;
+-- NULL unless a positive period (window.c: fwwindow_period_from_interval)
+CREATE FUNCTION fw_period(period interval, OUT months integer, OUT span bigint)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+AS $function$
+DECLARE
+    d integer := extract(day FROM period);
+    t bigint;
+BEGIN
+    months := extract(year FROM period) * 12 + extract(month FROM period);
+    t := (extract(epoch FROM period - make_interval(months => months, days => d)) * 1000000)::bigint;
+    span := d::bigint * 86400000000 + t;
+    IF months = 0 THEN
+        IF span <= 0 THEN
+            months := NULL; span := NULL;
+        END IF;
+    ELSIF months < 0 OR d < 0 OR t < 0 THEN
+        months := NULL; span := NULL;
+    END IF;
+END $function$;
+
+-- W(k), NULL outside the range of timestamps
+CREATE FUNCTION fw_boundary(months integer, span bigint, start bigint, k bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+AS $function$
+DECLARE
+    base bigint := start;
+BEGIN
+    IF months > 0 THEN
+        base := fw_us((((fw_ts(start) AT TIME ZONE 'UTC')
+                        + make_interval(months => (k * months)::integer)) AT TIME ZONE 'UTC'));
+    END IF;
+    RETURN base + k * span;
+EXCEPTION WHEN numeric_value_out_of_range OR datetime_field_overflow OR invalid_parameter_value THEN
+    RETURN NULL;
+END $function$;
+
+-- the k with W(k) <= t < W(k+1)
+CREATE FUNCTION fw_index(months integer, span bigint, start bigint, t bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+AS $function$
+DECLARE
+    guess bigint;
+    b bigint;
+BEGIN
+    IF months = 0 THEN
+        RETURN floor((t::numeric - start) / span)::bigint;
+    END IF;
+    guess := floor((t::numeric - start) / (months::numeric * 2629746000000 + span))::bigint;
+    FOR i IN 1..64 LOOP
+        b := fw_boundary(months, span, start, guess);
+        EXIT WHEN b IS NOT NULL AND b <= t;
+        guess := guess - 1;
+    END LOOP;
+    FOR i IN 1..64 LOOP
+        b := fw_boundary(months, span, start, guess + 1);
+        EXIT WHEN b IS NULL OR b > t;
+        guess := guess + 1;
+    END LOOP;
+    RETURN guess;
+END $function$;

@@ -2,18 +2,20 @@
 --
 -- Windows are [W(k), W(k+1)) with W(k) = start + k * months (calendar
 -- months, in UTC, the day clamped to the month's length) + k * span (exact
--- microseconds).  Times are handled as microseconds since the Unix epoch.
+-- microseconds).  Times are handled as microseconds since 2000-01-01,
+-- in 64 bits: a time beyond them is out of range, as in the C extension.
 
--- microseconds since the Unix epoch of a timestamp, and back
+-- microseconds since 2000-01-01 of a timestamp (PostgreSQL's and the C
+-- extension's own count), and back
 CREATE FUNCTION fw_us(t timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN (extract(epoch FROM t) * 1000000)::bigint;
+RETURN ((extract(epoch FROM t) - 946684800) * 1000000)::bigint;
 
 CREATE FUNCTION fw_ts(us bigint)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN timestamptz '1970-01-01 00:00:00+00'
+RETURN timestamptz '2000-01-01 00:00:00+00'
     + make_interval(hours => (div(us, 3600000000))::integer)
     + (us - div(us, 3600000000) * 3600000000) * interval '1 microsecond';
 
@@ -62,7 +64,7 @@ EXCEPTION WHEN numeric_value_out_of_range OR datetime_field_overflow OR invalid_
     RETURN NULL;
 END $function$;
 
--- the k with W(k) <= t < W(k+1)
+-- the k with W(k) <= t < W(k+1); NULL out of range
 CREATE FUNCTION fw_index(months integer, span bigint, start bigint, t bigint)
 RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
@@ -71,6 +73,9 @@ DECLARE
     guess bigint;
     b bigint;
 BEGIN
+    IF t::numeric - start NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
+        RETURN NULL;                -- the difference overflows 64 bits
+    END IF;
     IF months = 0 THEN
         RETURN floor((t::numeric - start) / span)::bigint;
     END IF;
@@ -78,6 +83,9 @@ BEGIN
     FOR i IN 1..64 LOOP
         b := fw_boundary(months, span, start, guess);
         EXIT WHEN b IS NOT NULL AND b <= t;
+        IF b IS NULL AND guess <= 0 THEN
+            EXIT;                   -- below 64-bit time: -infinity <= t
+        END IF;
         guess := guess - 1;
     END LOOP;
     FOR i IN 1..64 LOOP

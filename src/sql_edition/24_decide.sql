@@ -26,7 +26,7 @@ DECLARE
 BEGIN
     k_now := fw_index(months, span, start, now);
     ws := fw_boundary(months, span, start, k_now);
-    IF ws IS NULL THEN
+    IF k_now IS NULL OR ws IS NULL THEN
         PERFORM fw_range_error();
     END IF;
     IF old_start IS NULL THEN
@@ -38,6 +38,9 @@ BEGIN
         keeps := true;
     ELSE
         k_old := fw_index(months, span, start, old_start);
+        IF k_old IS NULL THEN
+            PERFORM fw_range_error();
+        END IF;
         IF k_old < k_now THEN
             k := k_now;
             tokens := least(capacity::numeric,
@@ -52,8 +55,10 @@ BEGIN
         END IF;
     END IF;
     judged_start := fw_boundary(months, span, start, k);
-    we := fw_boundary(months, span, start, k + 1);
-    IF we IS NULL THEN
+    IF k < 9223372036854775807 THEN
+        we := fw_boundary(months, span, start, k + 1);
+    END IF;
+    IF we IS NULL OR we::numeric - now > 9223372036854775807 THEN
         PERFORM fw_range_error();
     END IF;
     judged_end := we;
@@ -64,8 +69,9 @@ BEGIN
         retry_us := 0;
     ELSE
         ok := false;
-        windows := k + ((cost::bigint - tokens) + rate - 1) / rate;
-        IF cost <= capacity THEN
+        windows := least(k::numeric + ((cost::bigint - tokens) + rate - 1) / rate,
+                         9223372036854775807);
+        IF cost <= capacity AND windows < 9223372036854775807 THEN
             covered := fw_boundary(months, span, start, windows);
             IF covered IS NOT NULL AND fw_boundary(months, span, start, windows + 1) IS NOT NULL THEN
                 retry_us := covered - now;
@@ -76,7 +82,7 @@ BEGIN
     window_end := CASE WHEN old_start IS NOT NULL THEN greatest(old_end, we) ELSE we END;
     IF capacity = rate THEN
         fresh_from := window_end;
-    ELSIF tokens = 0 THEN
+    ELSIF tokens = 0 AND k < 9223372036854775806 THEN
         fresh_until := fw_boundary(months, span, start, k + 2);
         IF fresh_until IS NOT NULL AND fresh_until > window_end THEN
             fresh_from := window_end;
@@ -92,7 +98,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $function$
 BEGIN
     RAISE EXCEPTION 'window boundary out of range'
-        USING ERRCODE = 'datetime_value_out_of_range',
+        USING ERRCODE = 'datetime_field_overflow',
               DETAIL = 'A window of this limit starts or ends more than about 292,000 years from the year 2000.',
               HINT = 'Use a shorter period or a start closer to the present.';
 END $function$;

@@ -21,6 +21,12 @@ BEGIN
     END IF;
 END $function$;
 
+-- a 64-bit hash read as unsigned, as C reads it
+CREATE FUNCTION fw_unsigned(h bigint)
+RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN CASE WHEN h < 0 THEN h::numeric + 18446744073709551616 ELSE h::numeric END;
+
 -- the checks of validate.c: fwvalidate_limit and fwvalidate_cost
 CREATE FUNCTION fw_validate(name text, key text, rate integer, period interval,
                             start timestamptz, cost integer, capacity integer,
@@ -83,15 +89,15 @@ BEGIN
         start_us := fw_us(start);
     ELSIF phase THEN
         -- the key's phase: the Unix epoch shifted within the first window
-        first_end := fw_boundary(months, span, 0, 1);
+        first_end := fw_boundary(months, span, -946684800000000, 1) + 946684800000000;
         IF first_end IS NULL THEN
             RAISE EXCEPTION 'period is too long to derive a start from the key'
-                USING ERRCODE = 'datetime_value_out_of_range',
+                USING ERRCODE = 'datetime_field_overflow',
                       DETAIL = 'With start NULL, each key''s windows start within the first window from the Unix epoch, and that window ends more than about 292,000 years from the year 2000.',
                       HINT = 'Use a shorter period, or give a start.';
         END IF;
-        start_us := mod(hashtextextended(name || chr(1) || key, 0)::numeric + 9223372036854775808,
-                        first_end)::bigint;
+        start_us := -946684800000000
+            + mod(fw_unsigned(hashtextextended(key, hashtextextended(name, 0))), first_end)::bigint;
     END IF;
 END $function$;
 
@@ -112,12 +118,28 @@ BEGIN
     END IF;
 END $function$;
 
+-- fw_inline and fw_named are what fw_limit and its siblings call, so any
+-- role may execute them; a refund through them asks for the privilege of
+-- fw_refund, which is granted to no one but superusers by default
+CREATE FUNCTION fw_may_refund(signature text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $function$
+BEGIN
+    IF NOT has_function_privilege(fw_acting_role(), signature::regprocedure, 'EXECUTE') THEN
+        RAISE EXCEPTION 'permission denied for function fw_refund'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END $function$;
+
 -- one inline call: mode 's' spends, 'c' checks, 'r' refunds
 CREATE FUNCTION fw_inline(mode "char", name text, key text, rate integer, period interval,
                           start timestamptz, cost integer, capacity integer,
                           OUT ok boolean, OUT remaining integer, OUT retry_us bigint,
                           OUT reset_us bigint)
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT
 AS $function$
 DECLARE
     v record;
@@ -131,6 +153,9 @@ BEGIN
                                      CASE WHEN mode = 'r' THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
                                      capacity, true, true);
     judge := CASE WHEN mode = 'r' THEN 0 ELSE cost END;
+    IF mode = 'r' THEN
+        PERFORM fw_may_refund('fw_refund(text,text,integer,interval,timestamptz,integer,integer)');
+    END IF;
     IF mode <> 'c' AND current_setting('transaction_read_only') = 'on' THEN
         RAISE EXCEPTION 'cannot spend rate limit tokens in a read-only transaction'
             USING ERRCODE = 'read_only_sql_transaction', HINT = 'fw_check answers without spending.';
@@ -203,3 +228,7 @@ BEGIN
         -- another transaction created the row: judge on it
     END LOOP;
 END $function$;
+
+REVOKE ALL ON FUNCTION fw_name_stats(text, timestamptz) FROM PUBLIC;
+ALTER FUNCTION fw_inline("char", text, text, integer, interval, timestamptz, integer, integer) OWNER TO @extowner@;
+ALTER FUNCTION fw_name_stats(text, timestamptz) OWNER TO @extowner@;

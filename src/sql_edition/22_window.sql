@@ -37,6 +37,10 @@ DECLARE
 BEGIN
     months := extract(year FROM period) * 12 + extract(month FROM period);
     t := (extract(epoch FROM period - make_interval(months => months, days => d)) * 1000000)::bigint;
+    IF d::numeric * 86400000000 + t NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
+        months := NULL;             -- the day and time parts overflow 64 bits
+        RETURN;
+    END IF;
     span := d::bigint * 86400000000 + t;
     IF months = 0 THEN
         IF span <= 0 THEN

@@ -6,25 +6,31 @@
 -- in 64 bits: a time beyond them is out of range, as in the C extension.
 
 -- microseconds since 2000-01-01 of a timestamp (PostgreSQL's and the C
--- extension's own count), and back
+-- extension's own count), and back; a time beyond what a timestamp can hold
+-- (the end of a window at the end of time, which the C extension keeps as
+-- its 64 bits) is kept as infinity, read back as the largest 64-bit time
 CREATE FUNCTION fw_us(t timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN ((extract(epoch FROM t) - 946684800) * 1000000)::bigint;
-
-CREATE FUNCTION fw_ts(us bigint)
-RETURNS timestamptz
-LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN timestamptz '2000-01-01 00:00:00+00'
-    + make_interval(hours => (div(us, 3600000000))::integer)
-    + (us - div(us, 3600000000) * 3600000000) * interval '1 microsecond';
+RETURN CASE WHEN isfinite(t)
+            THEN (extract(epoch FROM t - timestamptz '2000-01-01 00:00:00+00') * 1000000::numeric)::bigint
+            WHEN t > timestamptz '2000-01-01 00:00:00+00' THEN 9223372036854775807
+            ELSE -9223372036854775808 END;
 
 -- an exact duration as fixed_window answers it: all in the time field
 CREATE FUNCTION fw_us_interval(us bigint)
 RETURNS interval
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN make_interval(hours => (div(us, 3600000000))::integer)
-    + (us - div(us, 3600000000) * 3600000000) * interval '1 microsecond';
+RETURN make_interval(hours => (us / 7200000000)::integer)
+    + make_interval(hours => (us / 3600000000 - us / 7200000000)::integer)
+    + (us % 3600000000) * interval '1 microsecond';
+
+CREATE FUNCTION fw_ts(us bigint)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN CASE WHEN us >= 9223371331200000000 THEN 'infinity'::timestamptz
+            WHEN us < -211813488000000000 THEN '-infinity'::timestamptz
+            ELSE timestamptz '2000-01-01 00:00:00+00' + fw_us_interval(us) END;
 
 -- an interval's month part and its day and time parts in microseconds;
 -- NULL unless a positive period (window.c: fwwindow_period_from_interval)
@@ -35,9 +41,10 @@ DECLARE
     d integer := extract(day FROM period);
     t bigint;
 BEGIN
-    months := extract(year FROM period) * 12 + extract(month FROM period);
-    t := (extract(epoch FROM period - make_interval(months => months, days => d)) * 1000000)::bigint;
-    IF d::numeric * 86400000000 + t NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
+    months := extract(year FROM period) * 12::numeric + extract(month FROM period);
+    t := (extract(epoch FROM period - make_interval(months => months, days => d)) * 1000000::numeric)::bigint;
+    IF d::numeric * 86400000000::numeric + t::numeric
+       NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric THEN
         months := NULL;             -- the day and time parts overflow 64 bits
         RETURN;
     END IF;
@@ -77,13 +84,17 @@ DECLARE
     guess bigint;
     b bigint;
 BEGIN
-    IF t::numeric - start NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
+    IF t::numeric - start::numeric
+       NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric THEN
         RETURN NULL;                -- the difference overflows 64 bits
     END IF;
     IF months = 0 THEN
-        RETURN floor((t::numeric - start) / span)::bigint;
+        -- floor division, exact (numeric's / rounds)
+        RETURN (div(t::numeric - start::numeric, span::numeric)
+                - CASE WHEN t < start AND mod(t::numeric - start::numeric, span::numeric) <> 0 THEN 1 ELSE 0 END)::bigint;
     END IF;
-    guess := floor((t::numeric - start) / (months::numeric * 2629746000000 + span))::bigint;
+    guess := floor((t::numeric - start::numeric)
+                   / (months::numeric * 2629746000000::numeric + span::numeric))::bigint;
     FOR i IN 1..64 LOOP
         b := fw_boundary(months, span, start, guess);
         EXIT WHEN b IS NOT NULL AND b <= t;

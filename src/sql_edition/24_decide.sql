@@ -44,7 +44,8 @@ BEGIN
         IF k_old < k_now THEN
             k := k_now;
             tokens := least(capacity::numeric,
-                            greatest(old_tokens, 0)::numeric + (k_now::numeric - k_old) * rate)::integer;
+                            greatest(old_tokens, 0)::numeric
+                            + (k_now::numeric - k_old::numeric) * rate::numeric)::integer;
             IF old_tokens >= capacity THEN
                 tokens := capacity;
             END IF;
@@ -58,7 +59,7 @@ BEGIN
     IF k < 9223372036854775807 THEN
         we := fw_boundary(months, span, start, k + 1);
     END IF;
-    IF we IS NULL OR we::numeric - now > 9223372036854775807 THEN
+    IF we IS NULL OR we::numeric - now::numeric > 9223372036854775807::numeric THEN
         PERFORM fw_range_error();
     END IF;
     judged_end := we;
@@ -69,8 +70,8 @@ BEGIN
         retry_us := 0;
     ELSE
         ok := false;
-        windows := least(k::numeric + ((cost::bigint - tokens) + rate - 1) / rate,
-                         9223372036854775807);
+        windows := least(k::numeric + (((cost::bigint - tokens) + rate - 1) / rate)::numeric,
+                         9223372036854775807::numeric);
         IF cost <= capacity AND windows < 9223372036854775807 THEN
             covered := fw_boundary(months, span, start, windows);
             IF covered IS NOT NULL AND fw_boundary(months, span, start, windows + 1) IS NOT NULL THEN

@@ -25,7 +25,7 @@ END $function$;
 CREATE FUNCTION fw_unsigned(h bigint)
 RETURNS numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN CASE WHEN h < 0 THEN h::numeric + 18446744073709551616 ELSE h::numeric END;
+RETURN CASE WHEN h < 0 THEN h::numeric + 18446744073709551616::numeric ELSE h::numeric END;
 
 -- the checks of validate.c: fwvalidate_limit and fwvalidate_cost
 CREATE FUNCTION fw_validate(name text, key text, rate integer, period interval,

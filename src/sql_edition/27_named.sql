@@ -91,7 +91,7 @@ BEGIN
                   AND o.rate IS NOT NULL
         CROSS JOIN LATERAL fw_period(p.period) AS fp
         WHERE p.name = fw_named.name
-        ORDER BY fp.months::numeric * 2629746000000 + fp.span, p.period_id COLLATE "C"
+        ORDER BY fp.months::numeric * 2629746000000::numeric + fp.span::numeric, p.period_id COLLATE "C"
     LOOP
         n := n + 1;
         IF n > 8 THEN

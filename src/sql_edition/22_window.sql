@@ -58,7 +58,67 @@ BEGIN
     END IF;
 END $function$;
 
--- W(k), NULL outside the range of timestamps
+-- t + months, as PostgreSQL adds an interval's month part in UTC, in the
+-- proleptic Gregorian calendar over +-300000 years (window.c:
+-- fwwindow_add_months): the day of the month clamped to the target month's
+-- length; NULL out of range
+CREATE FUNCTION fw_add_months(t bigint, months bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+AS $function$
+DECLARE
+    days bigint := t / 86400000000 - CASE WHEN t % 86400000000 < 0 THEN 1 ELSE 0 END;
+    tod bigint := t - days * 86400000000;
+    z bigint;
+    era bigint;
+    doe bigint;
+    yoe bigint;
+    doy bigint;
+    mp integer;
+    d integer;
+    m integer;
+    y bigint;
+    idx bigint;
+    ny bigint;
+    nm integer;
+    dim integer;
+BEGIN
+    IF months > 7200000 OR months < -7200000 THEN
+        RETURN NULL;
+    END IF;
+    -- civil from days (days since 2000-01-01)
+    z := days + 730425;
+    era := z / 146097 - CASE WHEN z % 146097 < 0 THEN 1 ELSE 0 END;
+    doe := z - era * 146097;
+    yoe := (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy := doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp := (5 * doy + 2) / 153;
+    d := doy - (153 * mp + 2) / 5 + 1;
+    m := CASE WHEN mp < 10 THEN mp + 3 ELSE mp - 9 END;
+    y := yoe + era * 400 + CASE WHEN m <= 2 THEN 1 ELSE 0 END;
+    -- move the month
+    idx := y * 12 + (m - 1) + months;
+    ny := idx / 12 - CASE WHEN idx % 12 < 0 THEN 1 ELSE 0 END;
+    nm := idx - ny * 12 + 1;
+    IF ny > 300000 OR ny < -300000 THEN
+        RETURN NULL;
+    END IF;
+    dim := CASE WHEN nm = 2 THEN CASE WHEN ny % 4 = 0 AND (ny % 100 <> 0 OR ny % 400 = 0) THEN 29 ELSE 28 END
+                WHEN nm IN (4, 6, 9, 11) THEN 30 ELSE 31 END;
+    d := least(d, dim);
+    -- days from civil
+    y := CASE WHEN nm <= 2 THEN ny - 1 ELSE ny END;
+    era := y / 400 - CASE WHEN y % 400 < 0 THEN 1 ELSE 0 END;
+    yoe := y - era * 400;
+    doy := (153 * ((nm + 9) % 12) + 2) / 5 + d - 1;
+    doe := yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    days := era * 146097 + doe - 730425;
+    RETURN days * 86400000000 + tod;
+EXCEPTION WHEN numeric_value_out_of_range THEN
+    RETURN NULL;
+END $function$;
+
+-- W(k), NULL outside 64-bit time
 CREATE FUNCTION fw_boundary(months integer, span bigint, start bigint, k bigint)
 RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
@@ -67,8 +127,10 @@ DECLARE
     base bigint := start;
 BEGIN
     IF months > 0 THEN
-        base := fw_us((((fw_ts(start) AT TIME ZONE 'UTC')
-                        + make_interval(months => (k * months)::integer)) AT TIME ZONE 'UTC'));
+        base := fw_add_months(start, k * months);
+        IF base IS NULL THEN
+            RETURN NULL;
+        END IF;
     END IF;
     RETURN base + k * span;
 EXCEPTION WHEN numeric_value_out_of_range OR datetime_field_overflow OR invalid_parameter_value THEN

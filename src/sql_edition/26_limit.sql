@@ -150,7 +150,7 @@ DECLARE
     judge integer;
 BEGIN
     SELECT * INTO v FROM fw_validate(name, key, rate, period, start,
-                                     CASE WHEN mode = 'r' THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
+                                     CASE WHEN mode = 'r' AND cost IS NOT NULL THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
                                      capacity, true, true);
     judge := CASE WHEN mode = 'r' THEN 0 ELSE cost END;
     IF mode = 'r' THEN
@@ -189,7 +189,7 @@ BEGIN
                 UPDATE fw_counter AS t
                 SET window_start = fw_ts(d.window_start), window_end = fw_ts(d.window_end),
                     tokens = remaining,
-                    fresh_from = CASE WHEN v.cap = rate THEN fw_ts(d.window_end) END,
+                    fresh_from = CASE WHEN v.cap = fw_inline.rate THEN fw_ts(d.window_end) END,
                     fresh_until = NULL
                 WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = '';
             END IF;

@@ -3,8 +3,9 @@
 -- The edition cannot declare settings: fixed_window.* are placeholders that
 -- any role may SET.  A setting that changes a decision
 -- (fixed_window.debug_now; fixed_window.fail_open, which changes nothing in
--- the edition since its table never runs out of room) is honoured only for
--- a superuser or a member of a role fw_setting_grant lists for it.
+-- the edition since its table never runs out of room) is honoured only in a
+-- superuser's session or for a member of a role fw_setting_grant lists for
+-- it: an ordinary role that sets it changes nothing.
 -- fixed_window.storage is ignored: counters are always kept in fw_counter,
 -- as the C extension's table backend keeps them (fw_storage_in_use() says
 -- 'table').
@@ -19,7 +20,11 @@ RETURN coalesce(nullif(current_setting('role'), 'none'), session_user)::name;
 COMMENT ON FUNCTION fw_acting_role() IS
     'the role the session acts as (SET ROLE, else its login role), also inside SECURITY DEFINER functions: recorded as the creator of overrides';
 
--- whether a decision-changing setting is honoured for the acting role
+-- whether a decision-changing setting is honoured: for a session whose
+-- login role or acting role is a superuser (a superuser's session that SET
+-- ROLE to an ordinary role may RESET it any time: the setting is the
+-- superuser's), or whose acting role is a member of a role fw_setting_grant
+-- lists for the setting
 CREATE FUNCTION fw_setting_honoured(setting text)
 RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -28,7 +33,7 @@ AS $function$
 DECLARE
     actor name := fw_acting_role();
 BEGIN
-    RETURN (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = actor)
+    RETURN (SELECT bool_or(r.rolsuper) FROM pg_roles AS r WHERE r.rolname IN (actor, session_user))
         OR EXISTS (SELECT FROM fw_setting_grant AS g
                    WHERE g.setting = fw_setting_honoured.setting
                      AND g.role_name IN (SELECT rolname FROM pg_roles)

@@ -102,20 +102,27 @@ BEGIN
 END $function$;
 
 -- count a name's first call: give it a place of its own in fw_stat, unless
--- it has one or the database holds 1024 (table_store.c: fwtable_name_stats)
+-- it has one or the database holds 1024 (table_store.c: fwtable_name_stats).
+-- A call never waits for another transaction here: a transaction adding a
+-- place holds a lock on the name (18010 and its hash) until it ends, and
+-- another that finds the lock taken adds none, as if it came a moment
+-- before.  (Unlike the C extension, which sees places being added through
+-- a dirty snapshot, concurrent transactions adding places for different
+-- names may pass the bound of 1024 by as many.)
 CREATE FUNCTION fw_name_stats(name text, now timestamptz)
 RETURNS void
 LANGUAGE plpgsql
+SET search_path FROM CURRENT
 AS $function$
 BEGIN
-    IF EXISTS (SELECT FROM fw_stat AS s WHERE s.name = fw_name_stats.name) THEN
+    IF EXISTS (SELECT FROM fw_stat AS s WHERE s.name = fw_name_stats.name)
+       OR NOT pg_try_advisory_xact_lock(18010, hashtext(fw_name_stats.name))
+       OR EXISTS (SELECT FROM fw_stat AS s WHERE s.name = fw_name_stats.name)
+       OR (SELECT count(*) FROM fw_stat) >= 1024 THEN
         RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock(18010);
-    IF (SELECT count(*) FROM fw_stat) < 1024 THEN
-        INSERT INTO fw_stat VALUES (fw_name_stats.name, 0, 0, 0, NULL, now, 0)
-        ON CONFLICT DO NOTHING;
-    END IF;
+    INSERT INTO fw_stat VALUES (fw_name_stats.name, 0, 0, 0, NULL, now, 0)
+    ON CONFLICT DO NOTHING;
 END $function$;
 
 -- fw_inline and fw_named are what fw_limit and its siblings call, so any

@@ -150,7 +150,7 @@ SET search_path FROM CURRENT
 AS $function$
 DECLARE
     v record;
-    c fw_counter;
+    c record;
     d record;
     now timestamptz;
     now_us bigint;

@@ -28,7 +28,7 @@ DECLARE
     w record;
     v record;
     d record;
-    c fw_counter;
+    c record;
     n integer := 0;
     exempt boolean;
     h bigint;

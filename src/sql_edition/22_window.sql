@@ -113,9 +113,10 @@ BEGIN
     doy := (153 * ((nm + 9) % 12) + 2) / 5 + d - 1;
     doe := yoe * 365 + yoe / 4 - yoe / 100 + doy;
     days := era * 146097 + doe - 730425;
+    IF days < -106751991 OR days > 106751990 THEN
+        RETURN NULL;                -- beyond 64-bit microseconds
+    END IF;
     RETURN days * 86400000000 + tod;
-EXCEPTION WHEN numeric_value_out_of_range THEN
-    RETURN NULL;
 END $function$;
 
 -- W(k), NULL outside 64-bit time
@@ -125,16 +126,22 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
 AS $function$
 DECLARE
     base bigint := start;
+    b numeric;
 BEGIN
     IF months > 0 THEN
+        IF k::numeric * months::numeric NOT BETWEEN -7200000::numeric AND 7200000::numeric THEN
+            RETURN NULL;
+        END IF;
         base := fw_add_months(start, k * months);
         IF base IS NULL THEN
             RETURN NULL;
         END IF;
     END IF;
-    RETURN base + k * span;
-EXCEPTION WHEN numeric_value_out_of_range OR datetime_field_overflow OR invalid_parameter_value THEN
-    RETURN NULL;
+    b := base::numeric + k::numeric * span::numeric;
+    IF b NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric THEN
+        RETURN NULL;
+    END IF;
+    RETURN b::bigint;
 END $function$;
 
 -- the k with W(k) <= t < W(k+1); NULL out of range

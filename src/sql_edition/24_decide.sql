@@ -1,5 +1,5 @@
 -- fixed_window, SQL edition: the token rule of one window (window.c:
--- fwwindow_decide), in microseconds since the Unix epoch.
+-- fwwindow_decide), in microseconds since 2000-01-01.
 --
 -- old_start, old_end, old_tokens: the counter's state, NULL for a key seen
 -- for the first time.  retry_us is NULL when no time can be promised;
@@ -23,9 +23,21 @@ DECLARE
     keeps boolean := false;
     windows bigint;
     covered bigint;
+    -- without months, and away from the ends of 64-bit time, the grid in
+    -- bigint arithmetic that cannot overflow (the common case, fast)
+    fast boolean := months = 0 AND span < 1000000000000000000
+                    AND now BETWEEN -4000000000000000000 AND 4000000000000000000
+                    AND start BETWEEN -4000000000000000000 AND 4000000000000000000
+                    AND (old_start IS NULL
+                         OR old_start BETWEEN -4000000000000000000 AND 4000000000000000000);
 BEGIN
-    k_now := fw_index(months, span, start, now);
-    ws := fw_boundary(months, span, start, k_now);
+    IF fast THEN
+        k_now := (now - start) / span - CASE WHEN (now - start) % span < 0 THEN 1 ELSE 0 END;
+        ws := start + k_now * span;
+    ELSE
+        k_now := fw_index(months, span, start, now);
+        ws := fw_boundary(months, span, start, k_now);
+    END IF;
     IF k_now IS NULL OR ws IS NULL THEN
         PERFORM fw_range_error();
     END IF;
@@ -37,7 +49,12 @@ BEGIN
         tokens := least(old_tokens, capacity);
         keeps := true;
     ELSE
-        k_old := fw_index(months, span, start, old_start);
+        IF fast THEN
+            k_old := (old_start - start) / span
+                     - CASE WHEN (old_start - start) % span < 0 THEN 1 ELSE 0 END;
+        ELSE
+            k_old := fw_index(months, span, start, old_start);
+        END IF;
         IF k_old IS NULL THEN
             PERFORM fw_range_error();
         END IF;
@@ -55,9 +72,14 @@ BEGIN
             keeps := true;
         END IF;
     END IF;
-    judged_start := fw_boundary(months, span, start, k);
-    IF k < 9223372036854775807 THEN
-        we := fw_boundary(months, span, start, k + 1);
+    IF fast THEN
+        judged_start := start + k * span;
+        we := judged_start + span;
+    ELSE
+        judged_start := fw_boundary(months, span, start, k);
+        IF k < 9223372036854775807 THEN
+            we := fw_boundary(months, span, start, k + 1);
+        END IF;
     END IF;
     IF we IS NULL OR we::numeric - now::numeric > 9223372036854775807::numeric THEN
         PERFORM fw_range_error();
@@ -84,7 +106,8 @@ BEGIN
     IF capacity = rate THEN
         fresh_from := window_end;
     ELSIF tokens = 0 AND k < 9223372036854775806 THEN
-        fresh_until := fw_boundary(months, span, start, k + 2);
+        fresh_until := CASE WHEN fast THEN start + (k + 2) * span
+                            ELSE fw_boundary(months, span, start, k + 2) END;
         IF fresh_until IS NOT NULL AND fresh_until > window_end THEN
             fresh_from := window_end;
         ELSE

@@ -38,6 +38,7 @@ AS $function$
 DECLARE
     bad text;
     first_end bigint;
+    v record;
 BEGIN
     bad := CASE WHEN name IS NULL THEN 'name' WHEN key IS NULL THEN 'key'
                 WHEN rate IS NULL THEN 'rate' WHEN period IS NULL THEN 'period'
@@ -56,7 +57,9 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', DETAIL = format('The rate given was %s.', rate);
     END IF;
     IF isfinite(period) THEN
-        SELECT p.months, p.span INTO months, span FROM fw_period(period) AS p;
+        v := fw_period(period);
+        months := v.months;
+        span := v.span;
     END IF;
     IF months IS NULL THEN
         RAISE EXCEPTION 'period must be a positive interval'
@@ -156,9 +159,9 @@ DECLARE
     now_us bigint;
     judge integer;
 BEGIN
-    SELECT * INTO v FROM fw_validate(name, key, rate, period, start,
-                                     CASE WHEN mode = 'r' AND cost IS NOT NULL THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
-                                     capacity, true, true);
+    v := fw_validate(name, key, rate, period, start,
+                     CASE WHEN mode = 'r' AND cost IS NOT NULL THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
+                     capacity, true, true);
     judge := CASE WHEN mode = 'r' THEN 0 ELSE cost END;
     IF mode = 'r' THEN
         PERFORM fw_may_refund('fw_refund(text,text,integer,interval,timestamptz,integer,integer)');

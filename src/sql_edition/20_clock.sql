@@ -12,10 +12,11 @@
 
 -- the role the session acts as: SET ROLE, else its login role (SECURITY
 -- DEFINER does not change the role setting)
+-- (its body is parsed when it is made, so it needs no search_path of its
+-- own, and without one the planner inlines it)
 CREATE FUNCTION fw_acting_role()
 RETURNS name
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path FROM CURRENT
 RETURN coalesce(nullif(current_setting('role'), 'none'), session_user)::name;
 COMMENT ON FUNCTION fw_acting_role() IS
     'the role the session acts as (SET ROLE, else its login role), also inside SECURITY DEFINER functions: recorded as the creator of overrides';

@@ -5,14 +5,20 @@
 -- microseconds).  Times are handled as microseconds since 2000-01-01,
 -- in 64 bits: a time beyond them is out of range, as in the C extension.
 
+-- (fw_us, fw_ts and fw_us_interval are not STRICT, and their bodies are
+-- parsed when they are made, so that the planner inlines them: called as
+-- functions they would cost more than a whole call should.  fw_ts is STABLE
+-- as timestamptz + interval is, though it adds no days and no months.)
+--
 -- microseconds since 2000-01-01 of a timestamp (PostgreSQL's and the C
 -- extension's own count), and back; a time beyond what a timestamp can hold
 -- (the end of a window at the end of time, which the C extension keeps as
 -- its 64 bits) is kept as infinity, read back as the largest 64-bit time
 CREATE FUNCTION fw_us(t timestamptz)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN CASE WHEN isfinite(t)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN t IS NULL THEN NULL
+            WHEN isfinite(t)
             THEN (extract(epoch FROM t - timestamptz '2000-01-01 00:00:00+00') * 1000000::numeric)::bigint
             WHEN t > timestamptz '2000-01-01 00:00:00+00' THEN 9223372036854775807
             ELSE -9223372036854775808 END;
@@ -20,14 +26,14 @@ RETURN CASE WHEN isfinite(t)
 -- an exact duration as fixed_window answers it: all in the time field
 CREATE FUNCTION fw_us_interval(us bigint)
 RETURNS interval
-LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN make_interval(hours => (us / 7200000000)::integer)
     + make_interval(hours => (us / 3600000000 - us / 7200000000)::integer)
     + (us % 3600000000) * interval '1 microsecond';
 
 CREATE FUNCTION fw_ts(us bigint)
 RETURNS timestamptz
-LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+LANGUAGE sql STABLE PARALLEL SAFE
 RETURN CASE WHEN us >= 9223371331200000000 THEN 'infinity'::timestamptz
             WHEN us < -211813488000000000 THEN '-infinity'::timestamptz
             ELSE timestamptz '2000-01-01 00:00:00+00' + fw_us_interval(us) END;

@@ -1,0 +1,244 @@
+-- fixed_window, SQL edition: the inline calls fw_limit, fw_check and
+-- fw_refund, on fw_counter as the C extension's table backend keeps it
+-- (table_store.c): a spending call locks its key's row (FOR NO KEY UPDATE),
+-- or creates it with INSERT ... ON CONFLICT DO NOTHING and looks again if
+-- another transaction created it first; fw_check takes no lock and writes
+-- nothing; a rollback takes back what was spent.
+
+-- a name or key longer than allowed
+CREATE FUNCTION fw_check_length(what text, value text, max_bytes integer)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+DECLARE
+    len integer := octet_length(value);
+BEGIN
+    IF len > max_bytes THEN
+        RAISE EXCEPTION 'argument "%" is too long', what
+            USING ERRCODE = 'program_limit_exceeded',
+                  DETAIL = format('The value is %s bytes; at most %s bytes are allowed.', len, max_bytes),
+                  HINT = 'Pass a shorter value, for example a digest such as md5() of it.';
+    END IF;
+END $function$;
+
+-- a 64-bit hash read as unsigned, as C reads it
+CREATE FUNCTION fw_unsigned(h bigint)
+RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN CASE WHEN h < 0 THEN h::numeric + 18446744073709551616::numeric ELSE h::numeric END;
+
+-- the checks of validate.c: fwvalidate_limit and fwvalidate_cost
+CREATE FUNCTION fw_validate(name text, key text, rate integer, period interval,
+                            start timestamptz, cost integer, capacity integer,
+                            phase boolean, within_capacity boolean,
+                            OUT months integer, OUT span bigint, OUT start_us bigint,
+                            OUT cap integer)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $function$
+DECLARE
+    bad text;
+    first_end bigint;
+    v record;
+BEGIN
+    bad := CASE WHEN name IS NULL THEN 'name' WHEN key IS NULL THEN 'key'
+                WHEN rate IS NULL THEN 'rate' WHEN period IS NULL THEN 'period'
+                WHEN cost IS NULL THEN 'cost' END;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null', bad USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF octet_length(name) > 256 THEN
+        PERFORM fw_check_length('name', name, 256);
+    END IF;
+    IF octet_length(key) > 2048 THEN
+        PERFORM fw_check_length('key', key, 2048);
+    END IF;
+    IF rate <= 0 THEN
+        RAISE EXCEPTION 'rate must be greater than zero'
+            USING ERRCODE = 'invalid_parameter_value', DETAIL = format('The rate given was %s.', rate);
+    END IF;
+    IF isfinite(period) THEN
+        v := fw_period(period);
+        months := v.months;
+        span := v.span;
+    END IF;
+    IF months IS NULL THEN
+        RAISE EXCEPTION 'period must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The period given was "%s".', period),
+                  HINT = 'Use a period such as ''1 minute'', ''1 day'' or ''1 month''. A period with a month or year part must not have a negative day or time part.';
+    END IF;
+    IF start IS NOT NULL AND NOT isfinite(start) THEN
+        RAISE EXCEPTION 'start must be a finite timestamp'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The start given was %s.', start);
+    END IF;
+    cap := coalesce(capacity, rate);
+    IF cap < rate THEN
+        RAISE EXCEPTION 'capacity must be at least the rate'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The capacity given was %s and the rate %s.', cap, rate);
+    END IF;
+    IF cost < 0 THEN
+        RAISE EXCEPTION 'cost must not be negative'
+            USING ERRCODE = 'invalid_parameter_value', DETAIL = format('The cost given was %s.', cost);
+    END IF;
+    IF within_capacity AND cost > cap THEN
+        RAISE EXCEPTION 'cost must not exceed the capacity'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The cost given was %s and the capacity %s, so the call could never be allowed.', cost, cap),
+                  HINT = 'Raise capacity, which defaults to the rate, or lower the cost.';
+    END IF;
+    IF start IS NOT NULL THEN
+        start_us := fw_us(start);
+    ELSIF phase THEN
+        -- the key's phase: the Unix epoch shifted within the first window
+        first_end := fw_boundary(months, span, -946684800000000, 1) + 946684800000000;
+        IF first_end IS NULL THEN
+            RAISE EXCEPTION 'period is too long to derive a start from the key'
+                USING ERRCODE = 'datetime_field_overflow',
+                      DETAIL = 'With start NULL, each key''s windows start within the first window from the Unix epoch, and that window ends more than about 292,000 years from the year 2000.',
+                      HINT = 'Use a shorter period, or give a start.';
+        END IF;
+        start_us := -946684800000000
+            + mod(fw_unsigned(hashtextextended(key, hashtextextended(name, 0))), first_end)::bigint;
+    END IF;
+END $function$;
+
+-- count a name's first call: give it a place of its own in fw_stat, unless
+-- it has one or the database holds 1024 (table_store.c: fwtable_name_stats).
+-- A call never waits for another transaction here: a transaction adding a
+-- place holds a lock on the name (18010 and its hash) until it ends, and
+-- another that finds the lock taken adds none, as if it came a moment
+-- before.  (Unlike the C extension, which sees places being added through
+-- a dirty snapshot, concurrent transactions adding places for different
+-- names may pass the bound of 1024 by as many.)
+CREATE FUNCTION fw_name_stats(name text, now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $function$
+BEGIN
+    IF EXISTS (SELECT FROM fw_stat AS s WHERE s.name = fw_name_stats.name)
+       OR NOT pg_try_advisory_xact_lock(18010, hashtext(fw_name_stats.name))
+       OR EXISTS (SELECT FROM fw_stat AS s WHERE s.name = fw_name_stats.name)
+       OR (SELECT count(*) FROM fw_stat) >= 1024 THEN
+        RETURN;
+    END IF;
+    INSERT INTO fw_stat VALUES (fw_name_stats.name, 0, 0, 0, NULL, now, 0)
+    ON CONFLICT DO NOTHING;
+END $function$;
+
+-- fw_inline and fw_named are what fw_limit and its siblings call, so any
+-- role may execute them; a refund through them asks for the privilege of
+-- fw_refund, which is granted to no one but superusers by default
+CREATE FUNCTION fw_may_refund(signature text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $function$
+BEGIN
+    IF NOT has_function_privilege(fw_acting_role(), signature::regprocedure, 'EXECUTE') THEN
+        RAISE EXCEPTION 'permission denied for function fw_refund'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END $function$;
+
+-- one inline call: mode 's' spends, 'c' checks, 'r' refunds
+CREATE FUNCTION fw_inline(mode "char", name text, key text, rate integer, period interval,
+                          start timestamptz, cost integer, capacity integer,
+                          OUT ok boolean, OUT remaining integer, OUT retry_us bigint,
+                          OUT reset_us bigint)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $function$
+DECLARE
+    v record;
+    c record;
+    d record;
+    now timestamptz;
+    now_us bigint;
+    judge integer;
+BEGIN
+    v := fw_validate(name, key, rate, period, start,
+                     CASE WHEN mode = 'r' AND cost IS NOT NULL THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
+                     capacity, true, true);
+    judge := CASE WHEN mode = 'r' THEN 0 ELSE cost END;
+    IF mode = 'r' THEN
+        PERFORM fw_may_refund('fw_refund(text,text,integer,interval,timestamptz,integer,integer)');
+    END IF;
+    IF mode <> 'c' AND current_setting('transaction_read_only') = 'on' THEN
+        RAISE EXCEPTION 'cannot spend rate limit tokens in a read-only transaction'
+            USING ERRCODE = 'read_only_sql_transaction', HINT = 'fw_check answers without spending.';
+    END IF;
+    LOOP
+        IF mode = 'c' THEN
+            SELECT * INTO c FROM fw_counter AS t
+            WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = '';
+        ELSE
+            SELECT * INTO c FROM fw_counter AS t
+            WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = ''
+            FOR NO KEY UPDATE;
+        END IF;
+        now := fw_now();
+        now_us := fw_us(now);
+        d := fw_decide(v.months, v.span, v.start_us, rate, v.cap, judge, now_us,
+                       fw_us(c.window_start), fw_us(c.window_end), c.tokens);
+        ok := d.ok;
+        remaining := d.tokens;
+        retry_us := d.retry_us;
+        reset_us := d.reset_us;
+        IF mode = 'c' THEN
+            RETURN;
+        END IF;
+        IF mode = 'r' THEN
+            IF c.name IS NULL OR d.window_start <> fw_us(c.window_start) THEN
+                RETURN;
+            END IF;
+            IF least(d.tokens::bigint + cost, v.cap) > d.tokens THEN
+                remaining := least(d.tokens::bigint + cost, v.cap);
+                UPDATE fw_counter AS t
+                SET window_start = fw_ts(d.window_start), window_end = fw_ts(d.window_end),
+                    tokens = remaining,
+                    fresh_from = CASE WHEN v.cap = fw_inline.rate THEN fw_ts(d.window_end) END,
+                    fresh_until = NULL
+                WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = '';
+            END IF;
+            RETURN;
+        END IF;
+        IF c.name IS NOT NULL THEN
+            IF c.calls = 0 THEN
+                PERFORM fw_name_stats(name, now);
+            END IF;
+            IF d.ok THEN
+                UPDATE fw_counter AS t
+                SET window_start = fw_ts(d.window_start), window_end = fw_ts(d.window_end),
+                    tokens = d.tokens, rate = fw_inline.rate, capacity = v.cap,
+                    fresh_from = fw_ts(d.fresh_from), fresh_until = fw_ts(d.fresh_until),
+                    userid = fw_acting_role()::text::regrole::oid, calls = t.calls + 1, allowed = t.allowed + 1
+                WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = '';
+            ELSE
+                UPDATE fw_counter AS t
+                SET calls = t.calls + 1, denied = t.denied + 1, last_denied_at = now,
+                    fresh_from = CASE WHEN d.retry_us IS NOT NULL AND cost > fw_inline.rate
+                                      THEN NULL ELSE t.fresh_from END
+                WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = '';
+            END IF;
+            RETURN;
+        END IF;
+        PERFORM fw_name_stats(name, now);
+        INSERT INTO fw_counter AS t
+        VALUES (name, key, fw_ts(d.window_start), fw_ts(d.window_end),
+                d.tokens, rate, v.cap,
+                fw_ts(d.fresh_from), fw_ts(d.fresh_until), fw_acting_role()::text::regrole::oid, 1,
+                d.ok::integer, (NOT d.ok)::integer, CASE WHEN NOT d.ok THEN now END, now, '', 0)
+        ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        -- another transaction created the row: judge on it
+    END LOOP;
+END $function$;
+
+REVOKE ALL ON FUNCTION fw_name_stats(text, timestamptz) FROM PUBLIC;
+ALTER FUNCTION fw_inline("char", text, text, integer, interval, timestamptz, integer, integer) OWNER TO @extowner@;
+ALTER FUNCTION fw_name_stats(text, timestamptz) OWNER TO @extowner@;

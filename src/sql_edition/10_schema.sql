@@ -94,11 +94,29 @@ CREATE TABLE fw_override (
 );
 
 CREATE TABLE fw_metric_name (
-    pattern text NOT NULL,
+    pattern text COLLATE "C" NOT NULL,
     CONSTRAINT fw_metric_name_pkey PRIMARY KEY (pattern),
     CONSTRAINT fw_metric_name_pattern
         CHECK ((length(pattern) - length(rtrim(pattern, chr(92)))) % 2 = 0)
 );
+
+-- The objects' comments, as the C extension has them.
+COMMENT ON TYPE fw_result IS
+'answer of fw_limit and fw_check: ok, retry_after (NULL when ok), tokens remaining, time until the window ends';
+COMMENT ON TYPE fw_window_result IS
+'one window''s part of a named call: its period, rate and capacity (the key''s override, if any), whether it is a shadow, its own verdict (ok, retry_after NULL when ok, tokens remaining, time until it ends) and its bounds';
+COMMENT ON TABLE fw_counter IS
+'counters of the table backend (fixed_window.storage = table, or auto without preload); period_id: the window of a policy, '''' for inline calls; fresh_from/fresh_until: when a row answers as no row would, so that fw_gc() may delete it; userid: role of the last fw_limit call; calls .. since, shadow_denied: statistics of the row, added up by fw_stats';
+COMMENT ON TABLE fw_stat IS
+'the limit and policy names whose statistics the table backend keeps apart, at most fw_table_stats_limit() (a row of fw_counter that counts its first call adds its name while there is room), with the statistics of their deleted rows; part of fw_stats';
+COMMENT ON TABLE fw_stat_unnamed IS
+'statistics of the table backend''s deleted rows whose names have no row in fw_stat, together; part of fw_stats, under a NULL name';
+COMMENT ON TABLE fw_policy IS
+'windows of named policies, one row per (name, period); written by fw_define and fw_undefine; start NULL: each key''s own phase';
+COMMENT ON TABLE fw_override IS
+'one key''s own rate for a window of a policy, or (period NULL) its exemption from the policy; written by fw_override, fw_exempt and fw_unoverride; created_by: the role that wrote it (its SET ROLE, else its login role)';
+COMMENT ON TABLE fw_metric_name IS
+'the limit and policy names that have series of their own in the metrics (fw_metrics, examples/monitoring): LIKE patterns, \ escaping _ and %; while it is empty, every name with statistics of its own';
 
 -- New in the SQL edition: which roles (and their members) a decision-changing
 -- setting (fixed_window.debug_now, fixed_window.fail_open) is honoured for,

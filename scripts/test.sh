@@ -71,7 +71,7 @@ done
 if [ -n "${FW_CHROOT:-}" ]; then
     fw_log "in the chroot of PostgreSQL $FW_CHROOT: $(pg_config --version), set up in ${FW_CHROOT_SETUP:-?}"
 elif [ "$host" = yes ]; then
-    fw_base_packages python3 "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter pgbouncer
+    fw_base_packages python3 patch "postgresql-$FW_PG_MAJOR-plproxy" prometheus prometheus-postgres-exporter pgbouncer
     fw_node_packages
 fi
 if [ "$host" = yes ]; then

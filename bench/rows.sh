@@ -22,7 +22,9 @@ bench_build_install() {
 # options, the extension, the PL/pgSQL recipe (bench/recipe.sql), the
 # policies of the named rows, and the database of the table backend's rows
 # (bench_table), whose calls keep counters in the table: storage is chosen
-# for a database, not a session.
+# for a database, not a session.  Where the SQL edition is installed (not in
+# the versions before it), a database of its own, bench_sql, with the same
+# one-window policy.
 bench_prepare() {
     fw_as_user psql -X -q -v ON_ERROR_STOP=1 "$@" -c "CREATE EXTENSION fixed_window" -f "$FW_ROOT/bench/recipe.sql" \
         -c "SELECT fw_define('policy1', 1000000000, '1 hour')" \
@@ -30,6 +32,11 @@ bench_prepare() {
         -c "CREATE DATABASE bench_table" \
         -c "ALTER DATABASE bench_table SET fixed_window.storage = 'table'" >/dev/null
     fw_as_user psql -X -q -v ON_ERROR_STOP=1 "$@" -d bench_table -c "CREATE EXTENSION fixed_window" >/dev/null
+    if [ "$(fw_as_user psql -X -At "$@" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'fixed_window_sql'")" = 1 ]; then
+        fw_as_user psql -X -q -v ON_ERROR_STOP=1 "$@" -c "CREATE DATABASE bench_sql" >/dev/null
+        fw_as_user psql -X -q -v ON_ERROR_STOP=1 "$@" -d bench_sql -c "CREATE EXTENSION fixed_window_sql" \
+            -c "SELECT fw_define('policy1', 1000000000, '1 hour')" >/dev/null
+    fi
 }
 
 # bench_write_scripts DIR: the pgbench scripts of every row into DIR, one
@@ -47,7 +54,8 @@ bench_write_scripts() {
     write_script is_not_null "$random" 'SELECT (:k::text) IS NOT NULL;'
     # fw_limit answers as the recipe and Redis do, with the decision alone; one
     # row shows the cost of all four columns through SELECT * FROM.
-    for storage in shmem table; do
+    # sql_*: the same calls on the SQL edition (database bench_sql)
+    for storage in shmem table sql; do
         write_script "${storage}_random" "$random" "SELECT (fw_limit('bench', :k::text, 1000000000, '1 hour')).ok;"
         write_script "${storage}_hot" "SELECT (fw_limit('bench', 'hot', 1000000000, '1 hour')).ok;"
     done
@@ -55,6 +63,7 @@ bench_write_scripts() {
     # policy of one window (the same rate and period), and of two windows.
     write_script policy_one "$random" "SELECT (fw_limit('policy1', :k::text)).ok;"
     write_script policy_two "$random" "SELECT (fw_limit('policy2', :k::text)).ok;"
+    write_script sql_policy_one "$random" "SELECT (fw_limit('policy1', :k::text)).ok;"
     write_script policy_many "$random" "SELECT (fw_limit('many', :k::text)).ok;"
     # Through the router: the same call as shmem_random, and the same hop with
     # SELECT 1 on the shard in place of fw_limit.
@@ -105,6 +114,9 @@ label() {
         bulk_dyn) echo 'fw_limit, dynamic shared memory without preload' ;;
         table_random) echo 'fw_limit, table, 10,000 random keys' ;;
         table_hot) echo 'fw_limit, table, one hot key' ;;
+        sql_random) echo 'fw_limit, SQL edition (`fixed_window_sql`, PL/pgSQL), 10,000 random keys' ;;
+        sql_hot) echo 'fw_limit, SQL edition, one hot key' ;;
+        sql_policy_one) echo 'named fw_limit, one-window policy, SQL edition, 10,000 random keys' ;;
         recipe_random) echo 'PL/pgSQL recipe, 10,000 random keys' ;;
         recipe_hot) echo 'PL/pgSQL recipe, one hot key' ;;
         redis_random) echo 'Redis + Lua (redis-benchmark), 10,000 random keys' ;;

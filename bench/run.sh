@@ -4,6 +4,7 @@
 # bench/results/latest.md.
 #
 # Rows: the floor (SELECT 1); fw_limit on shared memory and on the table;
+# the SQL edition (fixed_window_sql, inline and a named policy);
 # the PL/pgSQL recipe people write by hand (bench/recipe.sql); Redis running
 # the recipe's Lua script (bench/redis_fixed_window.lua) through
 # redis-benchmark; each on 10,000 random keys and on one hot key, with 8
@@ -127,6 +128,7 @@ tps() {
         *)
             local db=postgres host=$dir script=$row
             [[ $row = table_* ]] && db=bench_table
+            [[ $row = sql_* ]] && db=bench_sql
             [[ $row = router_* ]] && db=router
             # dyn_*, aged_*: the same script on the server without preload,
             # on the aged server
@@ -155,7 +157,7 @@ query_ms() {
         psql -X -q -d "$db" -c '\timing on' -f "$scripts/$script.sql" | awk '/^Time:/ {print $2}'
 }
 
-TPS_ROWS="select1 param upper_row is_not_null shmem_random dyn_random aged_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row aged_random_row shmem_hot dyn_hot aged_hot table_random table_hot recipe_random recipe_hot redis_random redis_hot"
+TPS_ROWS="select1 param upper_row is_not_null shmem_random dyn_random aged_random policy_one policy_two policy_many router_random router_unguarded router_select1 shmem_random_row aged_random_row shmem_hot dyn_hot aged_hot table_random table_hot sql_random sql_hot sql_policy_one recipe_random recipe_hot redis_random redis_hot"
 BULK_ROWS="bulk_hashtext bulk_shmem bulk_scattered bulk_dyn bulk_aged bulk_table"
 
 # Resizing on the server without preload, with 110,000 live counters: the
@@ -425,6 +427,7 @@ goal_row() {
     goal_row '`SELECT * FROM fw_limit(...)` / `SELECT * FROM upper(:k)`' shmem_random_row aged_random_row upper_row '≥ 0.95'
     goal_row 'one hot key / `SELECT (:k::text) IS NOT NULL`' shmem_hot aged_hot is_not_null '≥ 0.95'
     goal_row 'table backend / PL/pgSQL recipe, 10,000 random keys' table_random - recipe_random '≥ 1.5'
+    goal_row 'SQL edition / PL/pgSQL recipe, 10,000 random keys' sql_random - recipe_random '≥ 1.0'
     goal_row 'fw_limit through the router / fw_limit called directly' router_random - shmem_random '≥ 0.4'
     echo
     ratio_table "shared memory without preload" \

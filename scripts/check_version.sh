@@ -43,6 +43,9 @@ proxy=$(semver "$(control_version fixed_window_proxy)")
 check "META.json's version" "$fw" "$(meta_version '')"
 check "META.json's fixed_window" "$fw" "$(meta_version fixed_window)"
 check "META.json's fixed_window_proxy" "$proxy" "$(meta_version fixed_window_proxy)"
+# the SQL edition has the C extension's API, and so its version
+check "fixed_window_sql.control's version" "$fw" "$(semver "$(control_version fixed_window_sql)")"
+check "META.json's fixed_window_sql" "$fw" "$(meta_version fixed_window_sql)"
 # the first line of debian/changelog: "source (version) distribution; ..."
 check "debian/changelog's version" "$fw" "$(sed -n '1s/^[^ ]* (\([^)-]*\).*/\1/p' debian/changelog)"
 
@@ -137,6 +140,7 @@ meta_wants() {
 }
 check "META.json's file of fixed_window" "$(meta_wants fixed_window)" "$(meta_file fixed_window)"
 check "META.json's file of fixed_window_proxy" "$(meta_wants fixed_window_proxy)" "$(meta_file fixed_window_proxy)"
+check "META.json's file of fixed_window_sql" "fixed_window_sql.control" "$(meta_file fixed_window_sql)"
 while IFS=: read -r file line name; do
     named=$(sed -n 's/.*[-_]\([0-9]*\.[0-9]*\.[0-9]*\)[._].*/\1/p' <<<"$name")
     if [ "$named" != "$fw" ]; then

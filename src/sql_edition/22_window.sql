@@ -143,7 +143,12 @@ BEGIN
             RETURN NULL;
         END IF;
     END IF;
-    b := base::numeric + k::numeric * span::numeric;
+    -- k * span, then base + it, each in 64 bits (window.c: pg_mul, pg_add)
+    b := k::numeric * span::numeric;
+    IF b NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric THEN
+        RETURN NULL;
+    END IF;
+    b := base::numeric + b;
     IF b NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric THEN
         RETURN NULL;
     END IF;

@@ -31,6 +31,22 @@ DECLARE
                     AND (old_start IS NULL
                          OR old_start BETWEEN -4000000000000000000 AND 4000000000000000000);
 BEGIN
+    -- a counter whose window starts before the range of timestamps holds
+    -- -infinity there (the C extension keeps the 64 bits, which no SQL
+    -- value can): its start is taken back as the start of this grid's
+    -- window that holds the last microsecond of the counter's window, the
+    -- exact start when the counter was written on this grid, and otherwise
+    -- a start in the same window of this grid, which gives the same answer
+    IF old_start = -9223372036854775808 AND old_end > -9223372036854775808
+       AND old_end < 9223372036854775807 THEN
+        k_old := fw_index(months, span, start, old_end - 1);
+        IF k_old IS NOT NULL THEN
+            ws := fw_boundary(months, span, start, k_old);
+            IF ws IS NOT NULL THEN
+                old_start := least(ws, -211813488000000001);
+            END IF;
+        END IF;
+    END IF;
     IF fast THEN
         k_now := (now - start) / span - CASE WHEN (now - start) % span < 0 THEN 1 ELSE 0 END;
         ws := start + k_now * span;

@@ -40,17 +40,23 @@ DECLARE
     first_end bigint;
     v record;
 BEGIN
-    bad := CASE WHEN name IS NULL THEN 'name' WHEN key IS NULL THEN 'key'
-                WHEN rate IS NULL THEN 'rate' WHEN period IS NULL THEN 'period'
-                WHEN cost IS NULL THEN 'cost' END;
-    IF bad IS NOT NULL THEN
+    -- limit.c's order: name (null, then length), key (null, then length),
+    -- then rate, period and cost (null); one test on the fast path
+    IF name IS NULL OR key IS NULL OR rate IS NULL OR period IS NULL OR cost IS NULL
+       OR octet_length(name) > 256 OR octet_length(key) > 2048 THEN
+        IF name IS NULL THEN
+            bad := 'name';
+        ELSE
+            PERFORM fw_check_length('name', name, 256);
+            IF key IS NULL THEN
+                bad := 'key';
+            ELSE
+                PERFORM fw_check_length('key', key, 2048);
+                bad := CASE WHEN rate IS NULL THEN 'rate' WHEN period IS NULL THEN 'period'
+                            ELSE 'cost' END;
+            END IF;
+        END IF;
         RAISE EXCEPTION 'argument "%" must not be null', bad USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF octet_length(name) > 256 THEN
-        PERFORM fw_check_length('name', name, 256);
-    END IF;
-    IF octet_length(key) > 2048 THEN
-        PERFORM fw_check_length('key', key, 2048);
     END IF;
     IF rate <= 0 THEN
         RAISE EXCEPTION 'rate must be greater than zero'

@@ -71,7 +71,8 @@ foreach my $seed (@seeds)
 
 		my ($stdout, $stderr);
 		my $ok = IPC::Run::run(
-			[ 'python3', $model, '--storage', $storage, '--seed', $seed, '--calls', $calls ],
+			[ 'python3', $model, '--storage', $storage, '--seed', $seed, '--calls', $calls,
+			  '--edition', edition() ],
 			'>', \$stdout, '2>', \$stderr);
 		note $stdout;
 		ok($ok, "$calls random calls match the reference model ($storage, seed $seed)")

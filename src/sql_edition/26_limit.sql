@@ -197,7 +197,8 @@ BEGIN
             RETURN;
         END IF;
         IF mode = 'r' THEN
-            IF c.name IS NULL OR d.window_start <> fw_us(c.window_start) THEN
+            -- compared as stored: a start before 4714 BC is kept as -infinity
+            IF c.name IS NULL OR fw_ts(d.window_start) <> c.window_start THEN
                 RETURN;
             END IF;
             IF least(d.tokens::bigint + cost, v.cap) > d.tokens THEN

@@ -54,7 +54,9 @@ DECLARE
     debug text := current_setting('fixed_window.debug_now', true);
     t timestamptz;
 BEGIN
-    IF debug IS NULL OR debug = '' THEN
+    -- a value set where it is not honoured is ignored, even a bad one: an
+    -- ordinary role's SET changes nothing
+    IF debug IS NULL OR debug = '' OR NOT fw_setting_honoured('fixed_window.debug_now') THEN
         RETURN clock_timestamp();
     END IF;
     BEGIN
@@ -66,9 +68,6 @@ BEGIN
         RAISE EXCEPTION 'invalid value for parameter "fixed_window.debug_now": "%"', debug
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'fixed_window.debug_now must be empty or a finite timestamp with time zone.';
-    END IF;
-    IF NOT fw_setting_honoured('fixed_window.debug_now') THEN
-        RETURN clock_timestamp();
     END IF;
     RETURN t;
 END $function$;

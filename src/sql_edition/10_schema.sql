@@ -1,7 +1,7 @@
 -- fixed_window, SQL edition: the types and tables of the C extension 1.6
 -- (same names, columns, keys, defaults and triggers), plus fw_setting_grant.
 -- The CHECK constraints of fw_policy and fw_override call fw_window_id and
--- are added by 29_policy_checks.sql, once that function exists.
+-- are added by 30_policy.sql, once that function exists.
 
 CREATE TYPE fw_result AS (
     ok boolean,

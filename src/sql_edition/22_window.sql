@@ -190,3 +190,19 @@ BEGIN
     END LOOP;
     RETURN guess;
 END $function$;
+
+-- The comments of the internal functions above, which the calls use.
+COMMENT ON FUNCTION fw_us(timestamptz) IS
+    'internal: microseconds since 2000-01-01 of a timestamp, infinities as the 64-bit extremes (SQL edition)';
+COMMENT ON FUNCTION fw_us_interval(bigint) IS
+    'internal: a duration in microseconds as an interval of hours and less, as fixed_window answers them (SQL edition)';
+COMMENT ON FUNCTION fw_ts(bigint) IS
+    'internal: the timestamp of microseconds since 2000-01-01, infinity beyond the range of timestamps (SQL edition)';
+COMMENT ON FUNCTION fw_period(interval) IS
+    'internal: a period''s month part and its day and time parts in microseconds, NULL unless a positive period (SQL edition)';
+COMMENT ON FUNCTION fw_add_months(bigint, bigint) IS
+    'internal: a time plus months in the proleptic Gregorian calendar, the day clamped to the month''s length (SQL edition)';
+COMMENT ON FUNCTION fw_boundary(integer, bigint, bigint, bigint) IS
+    'internal: the start of window k of a grid, NULL outside 64-bit time (SQL edition)';
+COMMENT ON FUNCTION fw_index(integer, bigint, bigint, bigint) IS
+    'internal: the window of a grid that holds a time, NULL out of range (SQL edition)';

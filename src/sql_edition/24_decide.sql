@@ -142,3 +142,8 @@ BEGIN
               DETAIL = 'A window of this limit starts or ends more than about 292,000 years from the year 2000.',
               HINT = 'Use a shorter period or a start closer to the present.';
 END $function$;
+
+COMMENT ON FUNCTION fw_decide(integer, bigint, bigint, integer, integer, integer, bigint, bigint, bigint, integer) IS
+    'internal: one window''s verdict on a counter''s state at a time, as window.c decides it (SQL edition)';
+COMMENT ON FUNCTION fw_range_error() IS
+    'internal: raises the error of a window beyond the range of timestamps (SQL edition)';

@@ -37,3 +37,6 @@ $function$;
 COMMENT ON FUNCTION fw_check_windows(text, text, integer) IS
     'what fw_limit_windows would answer now, without spending tokens or creating counters';
 
+
+COMMENT ON FUNCTION fw_windows("char", text, text, integer) IS
+    'internal: the rows of fw_limit_windows and fw_check_windows (SQL edition)';

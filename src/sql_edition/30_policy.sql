@@ -287,3 +287,6 @@ ALTER FUNCTION fw_override(text, text, integer, interval, integer) OWNER TO @ext
 ALTER FUNCTION fw_exempt(text, text) OWNER TO @extowner@;
 
 ALTER FUNCTION fw_unoverride(text, text, interval) OWNER TO @extowner@;
+
+COMMENT ON FUNCTION fw_period_id(integer, bigint) IS
+    'internal: the identifier of a period, one per window length, as fw_window_id returns it (SQL edition)';

@@ -103,6 +103,7 @@ BEGIN
     PERFORM pg_catalog.pg_extension_config_dump('fw_policy'::regclass, '');
     PERFORM pg_catalog.pg_extension_config_dump('fw_override'::regclass, '');
     PERFORM pg_catalog.pg_extension_config_dump('fw_metric_name'::regclass, '');
+    PERFORM pg_catalog.pg_extension_config_dump('fw_setting_grant'::regclass, '');
 EXCEPTION WHEN feature_not_supported OR object_not_in_prerequisite_state THEN
     NULL;
 END $$;

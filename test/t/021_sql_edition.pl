@@ -275,7 +275,18 @@ $node->safe_psql('move', q{
 	SELECT fw_override('api', 'vip', 500, '1 hour', 600);
 	SELECT fw_exempt('api', 'root');
 	INSERT INTO fw_metric_name VALUES ('api%');
+	REVOKE EXECUTE ON FUNCTION fw_limit(text, text, integer) FROM PUBLIC;
+	GRANT EXECUTE ON FUNCTION fw_limit(text, text, integer) TO carol;
+	REVOKE SELECT ON fw_counters FROM PUBLIC;
+	GRANT EXECUTE ON FUNCTION fw_refund(text, text, integer) TO carol;
 });
+my $privileges = q{
+	SELECT has_function_privilege('mallory', 'fw_limit(text, text, integer)', 'EXECUTE'),
+	       has_function_privilege('carol', 'fw_limit(text, text, integer)', 'EXECUTE'),
+	       has_table_privilege('mallory', 'fw_counters', 'SELECT'),
+	       has_function_privilege('carol', 'fw_refund(text, text, integer)', 'EXECUTE'),
+	       has_function_privilege('mallory', 'fw_check(text, text, integer)', 'EXECUTE')};
+is($node->safe_psql('move', $privileges), 'f|t|f|t|t', 'privileges of the edition before the move');
 my $definitions = q{
 	SELECT * FROM fw_policy ORDER BY name, period;
 	SELECT * FROM fw_override ORDER BY name, key, period NULLS FIRST;
@@ -295,6 +306,8 @@ is($node->safe_psql('move', q{
 	SET fixed_window.debug_now = '2026-03-01 12:00:00+00';
 	SELECT (fw_limit('api', 'vip')).remaining, (fw_limit('api', 'root')).ok, (fw_limit('api', 'u')).remaining}),
 	'49|t|9', 'and the C extension applies them');
+is($node->safe_psql('move', $privileges), 'f|t|f|t|t',
+	'the privileges granted and revoked on the edition hold on the C extension');
 
 $node->stop;
 done_testing();

@@ -164,7 +164,53 @@ DECLARE
     now timestamptz;
     now_us bigint;
     judge integer;
+    e numeric;
+    span bigint;
+    ws bigint;
+    ws_ts timestamptz;
+    we_ts timestamptz;
 BEGIN
+    -- the steady state of a spending call, in one statement: valid
+    -- arguments of the common kind (no month part, a start, capacity the
+    -- rate), the real clock, and a counter of this window that holds the
+    -- cost; the UPDATE's condition is checked again on the row it locks,
+    -- so concurrent calls never over-admit.  Anything else: the full path.
+    IF mode = 's' AND rate > 0 AND cost >= 0 AND cost <= rate
+       AND (capacity IS NULL OR capacity = rate)
+       AND octet_length(name) <= 256 AND octet_length(key) <= 2048
+       AND isfinite(start) AND isfinite(period)
+       AND extract(month FROM period) = 0 AND extract(year FROM period) = 0
+       AND coalesce(current_setting('fixed_window.debug_now', true), '') = ''
+       AND current_setting('transaction_read_only') = 'off' THEN
+        e := extract(epoch FROM period);
+        now := clock_timestamp();
+        now_us := fw_us(now);
+        IF e > 0 AND e < 1000000000000
+           AND now_us - fw_us(start) BETWEEN 0 AND 4000000000000000000 THEN
+            span := (e * 1000000)::bigint;
+            ws := fw_us(start);
+            ws := ws + (now_us - ws) / span * span;
+            ws_ts := fw_ts(ws);
+            we_ts := fw_ts(ws + span);
+            UPDATE fw_counter AS t
+            SET tokens = least(t.tokens, fw_inline.rate) - fw_inline.cost,
+                window_end = greatest(t.window_end, we_ts),
+                fresh_from = greatest(t.window_end, we_ts), fresh_until = NULL,
+                rate = fw_inline.rate, capacity = fw_inline.rate,
+                userid = fw_acting_role()::text::regrole::oid,
+                calls = t.calls + 1, allowed = t.allowed + 1
+            WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = ''
+              AND t.window_start = ws_ts AND t.calls > 0
+              AND least(t.tokens, fw_inline.rate) >= fw_inline.cost
+            RETURNING t.tokens INTO remaining;
+            IF FOUND THEN
+                ok := true;
+                retry_us := 0;
+                reset_us := ws + span - now_us;
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
     v := fw_validate(name, key, rate, period, start,
                      CASE WHEN mode = 'r' AND cost IS NOT NULL THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
                      capacity, true, true);

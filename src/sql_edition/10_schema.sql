@@ -204,14 +204,3 @@ CREATE TRIGGER fw_stat_freed AFTER DELETE OR TRUNCATE ON fw_stat
 REVOKE ALL ON fw_counter, fw_stat, fw_stat_unnamed, fw_policy, fw_override, fw_metric_name,
     fw_setting_grant FROM PUBLIC;
 REVOKE ALL ON FUNCTION fw_counter_deleted(), fw_policy_changed() FROM PUBLIC;
-
--- the SECURITY DEFINER functions that write them run as the installing role
-ALTER TABLE fw_counter OWNER TO @extowner@;
-ALTER TABLE fw_stat OWNER TO @extowner@;
-ALTER TABLE fw_stat_unnamed OWNER TO @extowner@;
-ALTER TABLE fw_policy OWNER TO @extowner@;
-ALTER TABLE fw_override OWNER TO @extowner@;
-ALTER TABLE fw_metric_name OWNER TO @extowner@;
-ALTER TABLE fw_setting_grant OWNER TO @extowner@;
-ALTER FUNCTION fw_counter_deleted() OWNER TO @extowner@;
-ALTER FUNCTION fw_policy_changed() OWNER TO @extowner@;

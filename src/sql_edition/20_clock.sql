@@ -81,5 +81,3 @@ SET search_path FROM CURRENT
 RETURN 'table';
 COMMENT ON FUNCTION fw_storage_in_use() IS
     'where this session''s calls keep their counters now, as fixed_window.storage and the preloaded library decide: shmem or table';
-
-ALTER FUNCTION fw_setting_honoured(text) OWNER TO @extowner@;

@@ -134,28 +134,12 @@ BEGIN
     ON CONFLICT DO NOTHING;
 END $function$;
 
--- fw_inline and fw_named are what fw_limit and its siblings call, so any
--- role may execute them; a refund through them asks for the privilege of
--- fw_refund, which is granted to no one but superusers by default
-CREATE FUNCTION fw_may_refund(signature text)
-RETURNS void
-LANGUAGE plpgsql STABLE
-SET search_path FROM CURRENT
-AS $function$
-BEGIN
-    IF NOT has_function_privilege(fw_acting_role(), signature::regprocedure, 'EXECUTE') THEN
-        RAISE EXCEPTION 'permission denied for function fw_refund'
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-END $function$;
-
 -- one inline call: mode 's' spends, 'c' checks, 'r' refunds
 CREATE FUNCTION fw_inline(mode "char", name text, key text, rate integer, period interval,
                           start timestamptz, cost integer, capacity integer,
                           OUT ok boolean, OUT remaining integer, OUT retry_us bigint,
                           OUT reset_us bigint)
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql
 AS $function$
 DECLARE
     v record;
@@ -197,7 +181,7 @@ BEGIN
                 window_end = greatest(t.window_end, we_ts),
                 fresh_from = greatest(t.window_end, we_ts), fresh_until = NULL,
                 rate = fw_inline.rate, capacity = fw_inline.rate,
-                userid = fw_acting_role()::text::regrole::oid,
+                userid = quote_ident(fw_acting_role())::regrole::oid,
                 calls = t.calls + 1, allowed = t.allowed + 1
             WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = ''
               AND t.window_start = ws_ts AND t.calls > 0
@@ -215,9 +199,6 @@ BEGIN
                      CASE WHEN mode = 'r' AND cost IS NOT NULL THEN least(cost, coalesce(capacity, rate)) ELSE cost END,
                      capacity, true, true);
     judge := CASE WHEN mode = 'r' THEN 0 ELSE cost END;
-    IF mode = 'r' THEN
-        PERFORM fw_may_refund('fw_refund(text,text,integer,interval,timestamptz,integer,integer)');
-    END IF;
     IF mode <> 'c' AND current_setting('transaction_read_only') = 'on' THEN
         RAISE EXCEPTION 'cannot spend rate limit tokens in a read-only transaction'
             USING ERRCODE = 'read_only_sql_transaction', HINT = 'fw_check answers without spending.';
@@ -267,7 +248,7 @@ BEGIN
                 SET window_start = fw_ts(d.window_start), window_end = fw_ts(d.window_end),
                     tokens = d.tokens, rate = fw_inline.rate, capacity = v.cap,
                     fresh_from = fw_ts(d.fresh_from), fresh_until = fw_ts(d.fresh_until),
-                    userid = fw_acting_role()::text::regrole::oid, calls = t.calls + 1, allowed = t.allowed + 1
+                    userid = quote_ident(fw_acting_role())::regrole::oid, calls = t.calls + 1, allowed = t.allowed + 1
                 WHERE t.name = fw_inline.name AND t.key = fw_inline.key AND t.period_id = '';
             ELSE
                 UPDATE fw_counter AS t
@@ -282,7 +263,7 @@ BEGIN
         INSERT INTO fw_counter AS t
         VALUES (name, key, fw_ts(d.window_start), fw_ts(d.window_end),
                 d.tokens, rate, v.cap,
-                fw_ts(d.fresh_from), fw_ts(d.fresh_until), fw_acting_role()::text::regrole::oid, 1,
+                fw_ts(d.fresh_from), fw_ts(d.fresh_until), quote_ident(fw_acting_role())::regrole::oid, 1,
                 d.ok::integer, (NOT d.ok)::integer, CASE WHEN NOT d.ok THEN now END, now, '', 0)
         ON CONFLICT DO NOTHING;
         IF FOUND THEN
@@ -292,6 +273,14 @@ BEGIN
     END LOOP;
 END $function$;
 
-REVOKE ALL ON FUNCTION fw_name_stats(text, timestamptz) FROM PUBLIC;
-ALTER FUNCTION fw_inline("char", text, text, integer, interval, timestamptz, integer, integer) OWNER TO @extowner@;
-ALTER FUNCTION fw_name_stats(text, timestamptz) OWNER TO @extowner@;
+
+COMMENT ON FUNCTION fw_check_length(text, text, integer) IS
+    'internal: the error of a name or key longer than allowed (SQL edition)';
+COMMENT ON FUNCTION fw_unsigned(bigint) IS
+    'internal: a 64-bit hash taken as unsigned (SQL edition)';
+COMMENT ON FUNCTION fw_validate(text, text, integer, interval, timestamptz, integer, integer, boolean, boolean) IS
+    'internal: a call''s arguments checked as the C extension checks them, and its grid (SQL edition)';
+COMMENT ON FUNCTION fw_name_stats(text, timestamptz) IS
+    'internal: a name''s place of its own in fw_stat, at its first counted call while there is room (SQL edition)';
+COMMENT ON FUNCTION fw_inline("char", text, text, integer, interval, timestamptz, integer, integer) IS
+    'internal: an inline call of fw_limit (mode s), fw_check (c) or fw_refund (r) on fw_counter (SQL edition)';

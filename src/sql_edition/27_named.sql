@@ -20,9 +20,9 @@ CREATE FUNCTION fw_named(mode "char", name text, key text, cost integer)
 RETURNS TABLE (period interval, rate integer, capacity integer, shadow boolean, ok boolean,
                retry_us bigint, remaining integer, reset_us bigint,
                start_us bigint, months integer, span bigint,
-               verdict_ok boolean, verdict_retry_us bigint, deciding boolean)
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path FROM CURRENT
+               verdict_ok boolean, verdict_retry_us bigint, deciding boolean,
+               window_start_us bigint, window_end_us bigint)
+LANGUAGE plpgsql
 AS $function$
 DECLARE
     w record;
@@ -75,9 +75,6 @@ BEGIN
     END IF;
     PERFORM fw_check_length('name', name, 256);
     PERFORM fw_check_length('key', key, 2048);
-    IF mode = 'r' THEN
-        PERFORM fw_may_refund('fw_refund(text,text,integer)');
-    END IF;
     exempt := mode <> 'r' AND EXISTS (
         SELECT FROM fw_override AS o
         WHERE o.name = fw_named.name AND o.key = fw_named.key AND o.period_id = '' AND o.rate IS NULL);
@@ -225,7 +222,7 @@ BEGIN
             v_never := false;
         END IF;
         IF mode = 's' THEN
-            actor := fw_acting_role()::text::regrole::oid;
+            actor := quote_ident(fw_acting_role())::regrole::oid;
             stats_row := 0;
             FOR i IN 1..n LOOP
                 IF found_[i] OR spend[i] OR NOT oks[i] THEN
@@ -278,6 +275,7 @@ BEGIN
         period := periods[i]; rate := rates[i]; capacity := caps[i]; shadow := shadows[i];
         ok := oks[i]; retry_us := retries[i]; remaining := rems[i]; reset_us := resets[i];
         start_us := startv[i]; months := monthv[i]; span := spanv[i];
+        window_start_us := wss[i]; window_end_us := wes[i];
         verdict_ok := v_ok;
         verdict_retry_us := CASE WHEN v_never THEN NULL ELSE v_retry END;
         deciding := (i = dec);
@@ -285,4 +283,7 @@ BEGIN
     END LOOP;
 END $function$;
 
-ALTER FUNCTION fw_named("char", text, text, integer) OWNER TO @extowner@;
+COMMENT ON FUNCTION fw_key_hash(text, text) IS
+    'internal: the 64-bit hash of a name and a key, for the locks and phases of a call (SQL edition)';
+COMMENT ON FUNCTION fw_named("char", text, text, integer) IS
+    'internal: a call of a named policy, every window settled all or nothing, a row per window (SQL edition)';

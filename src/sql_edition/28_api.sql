@@ -9,12 +9,8 @@ SET search_path FROM CURRENT
 AS $function$
     SELECT w.period, w.rate, w.capacity, w.shadow, w.ok,
            CASE WHEN NOT w.ok THEN fw_us_interval(w.retry_us) END, w.remaining,
-           fw_us_interval(w.reset_us),
-           fw_ts(fw_boundary(w.months, w.span, w.start_us,
-                             fw_index(w.months, w.span, w.start_us, e.end_us - 1))),
-           fw_ts(e.end_us)
+           fw_us_interval(w.reset_us), fw_ts(w.window_start_us), fw_ts(w.window_end_us)
     FROM fw_named(mode, name, key, cost) AS w
-    CROSS JOIN LATERAL (SELECT fw_us(fw_now()) + w.reset_us AS end_us) AS e
 $function$;
 
 CREATE FUNCTION fw_limit_windows(name text, key text, cost integer DEFAULT 1)
@@ -36,7 +32,6 @@ AS $function$
 $function$;
 COMMENT ON FUNCTION fw_check_windows(text, text, integer) IS
     'what fw_limit_windows would answer now, without spending tokens or creating counters';
-
 
 COMMENT ON FUNCTION fw_windows("char", text, text, integer) IS
     'internal: the rows of fw_limit_windows and fw_check_windows (SQL edition)';

@@ -278,15 +278,5 @@ REVOKE ALL ON FUNCTION fw_define(text, integer, interval, timestamptz, integer, 
     fw_exempt(text, text),
     fw_unoverride(text, text, interval) FROM PUBLIC;
 
-ALTER FUNCTION fw_define(text, integer, interval, timestamptz, integer, boolean, text) OWNER TO @extowner@;
-
-ALTER FUNCTION fw_undefine(text, interval) OWNER TO @extowner@;
-
-ALTER FUNCTION fw_override(text, text, integer, interval, integer) OWNER TO @extowner@;
-
-ALTER FUNCTION fw_exempt(text, text) OWNER TO @extowner@;
-
-ALTER FUNCTION fw_unoverride(text, text, interval) OWNER TO @extowner@;
-
 COMMENT ON FUNCTION fw_period_id(integer, bigint) IS
     'internal: the identifier of a period, one per window length, as fw_window_id returns it (SQL edition)';

@@ -104,9 +104,3 @@ COMMENT ON FUNCTION fw_resize_counters(integer) IS
 
 REVOKE ALL ON FUNCTION fw_shmem_reset(text, text), fw_shmem_stats_reset(), fw_resize_counters(integer)
     FROM PUBLIC;
--- The SECURITY DEFINER functions of the installing role call the first two
--- and fw_table_stats_limit (42_table_reading.sql): that role owns them, and
--- may call fw_resize_counters to be told why it cannot.
-ALTER FUNCTION fw_shmem_reset(text, text) OWNER TO @extowner@;
-ALTER FUNCTION fw_shmem_stats_reset() OWNER TO @extowner@;
-ALTER FUNCTION fw_resize_counters(integer) OWNER TO @extowner@;

@@ -159,10 +159,4 @@ END $function$;
 COMMENT ON FUNCTION fw_table_capacity() IS
     'rows of the table backend in this database, those fw_gc() would delete now, and its size in bytes (used by fw_capacity); none on a standby';
 
-
 REVOKE ALL ON FUNCTION fw_table_stats_limit() FROM PUBLIC;
-ALTER FUNCTION fw_table_stats_limit() OWNER TO @extowner@;
-ALTER FUNCTION fw_table_counters() OWNER TO @extowner@;
-ALTER FUNCTION fw_table_stats() OWNER TO @extowner@;
-ALTER FUNCTION fw_table_stats_capacity() OWNER TO @extowner@;
-ALTER FUNCTION fw_table_capacity() OWNER TO @extowner@;

@@ -79,8 +79,4 @@ $function$;
 COMMENT ON FUNCTION fw_stats_reset() IS
     'start the statistics of fw_stats afresh, for this database (table rows that open transactions hold keep their counts)';
 
-
 REVOKE ALL ON FUNCTION fw_gc(), fw_reset(text, text), fw_stats_reset() FROM PUBLIC;
-ALTER FUNCTION fw_gc() OWNER TO @extowner@;
-ALTER FUNCTION fw_reset(text, text) OWNER TO @extowner@;
-ALTER FUNCTION fw_stats_reset() OWNER TO @extowner@;

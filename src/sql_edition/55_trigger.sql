@@ -205,5 +205,3 @@ BEGIN
 END $function$;
 COMMENT ON FUNCTION fw_trigger() IS
     'BEFORE ... FOR EACH ROW trigger: fw_trigger(policy, column [, cost]) or fw_trigger(name, column, rate, period [, start [, cost]]) limits rows per value of column; raises SQLSTATE RL429 when the limit is exceeded';
-
-ALTER FUNCTION fw_trigger() OWNER TO @extowner@;

@@ -217,6 +217,5 @@ END $function$;
 COMMENT ON FUNCTION fw_postgrest(text,text,integer) IS
     'for a PostgREST db-pre-request function: spend cost tokens of policy name for key; allowed, add the rate-limit headers to response.headers; denied, end the request with HTTP 429 and those headers (SQLSTATE PGRST)';
 
-
 -- fw_postgrest and the helpers run as the caller, as in the C extension:
 -- PUBLIC may execute them (fw_postgrest spends through fw_limit_windows).

@@ -150,6 +150,23 @@ is($sql_answers, $c_answers,
 like($c_answers, qr/^\(f,00:00:\d\d,0,/m, 'the sequence has a denial with its retry_after');
 like($c_answers, qr/^22023: /m, 'and an error with its SQLSTATE');
 
+# A role whose name needs quoting spends as any other; on the real clock a
+# policy's windows are those the call decided (an hour from 1970, so that
+# now() of the same transaction lies in it but for a call made in the last
+# microseconds of an hour); the internal functions are the owner's only.
+$node->safe_psql('postgres', 'CREATE ROLE "Web-App" LOGIN');
+safe_as_role($node, 'app', 'alice', q{SELECT fw_define('hourly', 5, '1 hour')});
+is(safe_as_role($node, 'app', 'Web-App', q{
+	SELECT ok, remaining FROM fw_limit('quoted', 'k', 2, '1 minute');
+	SELECT window_start = date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+	       AND window_end = window_start + interval '1 hour' AND remaining = 4
+	FROM fw_limit_windows('hourly', 'k', 1)}),
+	"t|1
+t", 'a role named "Web-App" spends; fw_limit_windows gives the window the call decided');
+($ret, undef, $err) = as_role($node, 'app', 'mallory',
+	q{SELECT fw_inline('s', 'quoted', 'k', 2, '1 minute', '1970-01-01+00', 1, NULL)});
+like($err, qr/permission denied for function fw_inline/, 'an ordinary role cannot call an internal function');
+
 # (b) An ordinary role's test clock and fail_open change nothing.
 my $real = safe_as_role($node, 'app', 'mallory', q{
 	SET fixed_window.debug_now = '2100-01-01 00:00:00+00';

@@ -37,7 +37,7 @@ BEGIN
         SELECT pg_catalog.format('TYPE %s', t.oid::regtype)
         FROM pg_catalog.pg_depend AS d JOIN pg_catalog.pg_type AS t ON t.oid = d.objid
         WHERE d.classid = 'pg_catalog.pg_type'::regclass AND d.refobjid = ext AND d.deptype = 'e'
-          AND t.typowner <> owner
+          AND t.typelem = 0 AND t.typowner <> owner     -- an array type follows its element's
     LOOP
         EXECUTE pg_catalog.format('ALTER %s OWNER TO %I', obj.what, owner);
     END LOOP;

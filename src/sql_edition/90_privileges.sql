@@ -37,7 +37,13 @@ BEGIN
         SELECT pg_catalog.format('TYPE %s', t.oid::regtype)
         FROM pg_catalog.pg_depend AS d JOIN pg_catalog.pg_type AS t ON t.oid = d.objid
         WHERE d.classid = 'pg_catalog.pg_type'::regclass AND d.refobjid = ext AND d.deptype = 'e'
-          AND t.typelem = 0 AND t.typowner <> owner     -- an array type follows its element's
+          AND t.typowner <> owner
+          -- its own types only: PostgreSQL 17 and later also make members
+          -- of their array types and of its tables' row types, which follow
+          -- their element's and their table's owner
+          AND t.typelem = 0
+          AND NOT EXISTS (SELECT FROM pg_catalog.pg_class AS r
+                          WHERE r.oid = t.typrelid AND r.relkind <> 'c')
     LOOP
         EXECUTE pg_catalog.format('ALTER %s OWNER TO %I', obj.what, owner);
     END LOOP;

@@ -1,0 +1,36 @@
+'use strict';
+// fixed-window-pg: fixed_window's rate limits from Node.js.  The client
+// (client.cjs) and the stores of three rate-limiting libraries, each loaded
+// only when it is used.
+//
+// Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+
+const { FixedWindow } = require('./client.cjs');
+const errors = require('./errors.cjs');
+const shard = require('./shard.cjs');
+
+module.exports = {
+  FixedWindow,
+  FixedWindowError: errors.FixedWindowError,
+  FixedWindowInputError: errors.FixedWindowInputError,
+  FixedWindowUndefinedPolicyError: errors.FixedWindowUndefinedPolicyError,
+  FixedWindowPermissionError: errors.FixedWindowPermissionError,
+  FixedWindowConfigurationError: errors.FixedWindowConfigurationError,
+  FixedWindowCapacityError: errors.FixedWindowCapacityError,
+  FixedWindowStateError: errors.FixedWindowStateError,
+  FixedWindowUnavailableError: errors.FixedWindowUnavailableError,
+  shardOf: shard.shardOf,
+  shardHash: shard.shardHash,
+  jumpHash: shard.jumpHash,
+  parseConninfo: shard.parseConninfo,
+};
+// The adapters, loaded at first use.
+for (const [file, names] of [
+  ['./express.cjs', ['FixedWindowStore']],
+  ['./fastify.cjs', ['fastifyStore']],
+  ['./flexible.cjs', ['RateLimiterFixedWindow']],
+]) {
+  for (const name of names) {
+    Object.defineProperty(module.exports, name, { enumerable: true, get: () => require(file)[name] });
+  }
+}

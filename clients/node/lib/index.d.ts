@@ -1,0 +1,87 @@
+// Types of fixed-window-pg.
+//
+// Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
+
+/** What FixedWindow needs of a pool: pg.Pool's query(config). */
+export interface Queryable {
+  query(config: { text: string; values?: unknown[]; name?: string }): Promise<{ rows: any[] }>;
+}
+
+export interface FixedWindowOptions {
+  /** One server. */
+  pool?: Queryable;
+  /** A pool per shard, in the router's order (p0, p1, ...). */
+  shards?: Queryable[];
+  /** How keys are routed among shards, as the router's fw_routing_method(): 'jump' (default) or 'modulo'. */
+  routing?: 'jump' | 'modulo';
+  /** The schema of the extension; by default found once in pg_extension. */
+  schema?: string;
+  /** Named prepared statements (default true); after a pooler loses one, unnamed. */
+  prepare?: boolean;
+  /** When the database is unavailable: true, or a function of the error, answers ok with failedOpen. */
+  failOpen?: boolean | ((error: FixedWindowUnavailableError) => boolean);
+}
+
+/** An inline limit: rate tokens every period. Without rate, the call is of the named policy. */
+export interface LimitOptions {
+  rate?: number;
+  /** Whole milliseconds, or a PostgreSQL interval such as '1 minute' or '1 month'. */
+  period?: number | string;
+  /** The grid's anchor; null gives each key its own phase; left out, the epoch. */
+  start?: Date | string | null;
+  /** Tokens this call spends (default 1). */
+  cost?: number;
+  /** Most tokens a counter can hold (default: rate, no rollover). */
+  capacity?: number | null;
+}
+
+export interface LimitResult {
+  /** The tokens covered the cost (and for limit were spent). */
+  ok: boolean;
+  /** Milliseconds until the same call will be allowed; null when ok, or when no such time exists. */
+  retryAfter: number | null;
+  /** Tokens left; null when failed open. */
+  remaining: number | null;
+  /** Milliseconds until the current window ends; null when failed open. */
+  resetAfter: number | null;
+  /** Present, true, when failOpen answered because the database was unavailable. */
+  failedOpen?: true;
+}
+
+export declare class FixedWindow {
+  constructor(options: FixedWindowOptions);
+  /** A FixedWindow on the shards the router lists, routed as it routes. Pool is pg.Pool. */
+  static fromRouter(router: Queryable, Pool: new (config: object) => Queryable, poolOptions?: object): Promise<FixedWindow>;
+  limit(name: string, key: string, options?: LimitOptions): Promise<LimitResult>;
+  check(name: string, key: string, options?: LimitOptions): Promise<LimitResult>;
+  /** Gives back up to cost tokens; resolves to the tokens the counter holds now. */
+  refund(name: string, key: string, options?: LimitOptions): Promise<number>;
+  /** fw_reset(name, key): the counters removed. Needs fw_admin's grant. */
+  reset(name: string, key: string): Promise<number>;
+  /** The shard, from 0, that holds (name, key). */
+  shardOf(name: string, key: string): number;
+}
+
+export declare class FixedWindowError extends Error {
+  /** The SQLSTATE, or the system error code of a connection. */
+  code: string | undefined;
+  cause?: unknown;
+}
+export declare class FixedWindowInputError extends FixedWindowError {}
+export declare class FixedWindowUndefinedPolicyError extends FixedWindowError {}
+export declare class FixedWindowPermissionError extends FixedWindowError {}
+export declare class FixedWindowConfigurationError extends FixedWindowError {}
+export declare class FixedWindowCapacityError extends FixedWindowError {}
+export declare class FixedWindowStateError extends FixedWindowError {}
+export declare class FixedWindowUnavailableError extends FixedWindowError {}
+
+/** fw_shard(name, key, count, method) of the router. */
+export declare function shardOf(name: string, key: string, count: number, method?: 'jump' | 'modulo'): number;
+/** fw_shard_hash(name, key) of the router. */
+export declare function shardHash(name: string, key: string): number;
+/** fw_jump_hash(key, count) of the router. */
+export declare function jumpHash(key: number | bigint, count: number): number;
+/** pg's settings of a libpq connection string in keyword=value form. */
+export declare function parseConninfo(conninfo: string): Record<string, unknown>;
+
+// @@ADAPTERS@@

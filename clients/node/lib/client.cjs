@@ -42,7 +42,23 @@ const STATEMENTS = {
   refund_inline: 'SELECT {s}.fw_refund($1, $2, $3::integer, $4::interval, $5::timestamptz, $6::integer, $7::integer) AS tokens',
   refund_named: 'SELECT {s}.fw_refund($1, $2, $3::integer) AS tokens',
   reset: 'SELECT {s}.fw_reset($1, $2)::float8 AS removed',
+  limit_windows: windowsOf('fw_limit_windows'),
+  check_windows: windowsOf('fw_check_windows'),
 };
+
+// A policy's call, a row per window: allowed when every enforced window
+// allowed (a shadow window only reports), the HTTP headers fw_headers makes
+// of them, and the windows, times in milliseconds since the epoch or of
+// duration, whatever the session's DateStyle or IntervalStyle.
+function windowsOf(call) {
+  const ms = (value) => `ceil(extract(epoch FROM ${value}) * 1000)::float8`;
+  return `SELECT bool_and(w.ok OR w.shadow) AS ok, {s}.fw_headers($1, array_agg(w)) AS headers,
+    jsonb_agg(jsonb_build_object('period', ${ms('w.period')}, 'rate', w.rate, 'capacity', w.capacity,
+      'shadow', w.shadow, 'ok', w.ok, 'retryAfter', ${ms('w.retry_after')}, 'remaining', w.remaining,
+      'resetAfter', ${ms('w.reset_after')}, 'windowStart', ${ms('w.window_start')},
+      'windowEnd', ${ms('w.window_end')}) ORDER BY w.period) AS windows
+    FROM {s}.${call}($1, $2, $3::integer) AS w`;
+}
 
 // Where the extension is: the C extension, its SQL edition, or the router.
 const FIND_SCHEMA = `
@@ -109,7 +125,10 @@ function callOf(kind, name, key, options) {
   requireString('name', name);
   requireString('key', key);
   if (options === null || typeof options !== 'object') throw new TypeError('the options must be an object');
-  const { rate, period, start, cost = 1, capacity = null } = options;
+  const { rate, period, start, cost = 1, capacity = null, connection } = options;
+  if (connection !== undefined && typeof connection?.query !== 'function') {
+    throw new TypeError('connection must have a query() method, as a pg client does');
+  }
   requireWhole('cost', cost);
   if (rate === undefined) {
     if (period !== undefined || capacity !== null || start !== undefined) {
@@ -194,21 +213,38 @@ class FixedWindow {
 
   async refund(name, key, options = {}) {
     const call = callOf('refund', name, key, options);
-    const { rows } = await this.run(this.shardOf(name, key), call.statement, call.values);
+    const { rows } = await this.run(this.shardOf(name, key), call.statement, call.values, options.connection);
     return rows[0].tokens;
   }
 
-  async reset(name, key) {
+  async reset(name, key, { connection } = {}) {
     requireString('name', name);
     requireString('key', key);
-    const { rows } = await this.run(this.shardOf(name, key), 'reset', [name, key]);
+    const { rows } = await this.run(this.shardOf(name, key), 'reset', [name, key], connection);
     return rows[0].removed;
+  }
+
+  // A named policy's call with a row per window, and its HTTP headers.
+  limitWindows(name, key, options = {}) {
+    return this.windows('limit', name, key, options);
+  }
+
+  checkWindows(name, key, options = {}) {
+    return this.windows('check', name, key, options);
+  }
+
+  async windows(kind, name, key, { cost = 1, connection } = {}) {
+    requireString('name', name);
+    requireString('key', key);
+    requireWhole('cost', cost);
+    const { rows } = await this.run(this.shardOf(name, key), `${kind}_windows`, [name, key, cost], connection);
+    return { ok: rows[0].ok, headers: rows[0].headers, windows: rows[0].windows };
   }
 
   async decide(kind, name, key, options) {
     const call = callOf(kind, name, key, options);
     try {
-      const { rows } = await this.run(this.shardOf(name, key), call.statement, call.values);
+      const { rows } = await this.run(this.shardOf(name, key), call.statement, call.values, options.connection);
       return resultOf(rows[0]);
     } catch (err) {
       if (err instanceof FixedWindowUnavailableError && this.failsOpen(err)) {
@@ -222,12 +258,16 @@ class FixedWindow {
     return typeof this.failOpen === 'function' ? Boolean(this.failOpen(err)) : this.failOpen;
   }
 
-  // Runs a statement on a shard's pool; rejects with a FixedWindowError.
-  async run(shard, statement, values) {
-    const pool = this.pools[shard];
+  // Runs a statement on a shard's pool, or on the caller's connection (a
+  // pg client, in a transaction of the caller's, say); rejects with a
+  // FixedWindowError.  On a connection of the caller's the statement is
+  // unnamed: a prepared statement a pooler lost would abort the caller's
+  // transaction.
+  async run(shard, statement, values, connection) {
+    const pool = connection ?? this.pools[shard];
     const texts = this.statements[shard] ?? await this.textsOf(shard);
     const text = texts[statement];
-    if (this.prepare) {
+    if (this.prepare && connection === undefined) {
       try {
         return await pool.query({ name: `fixed_window.${statement}.${texts.id}`, text, values });
       } catch (err) {

@@ -162,3 +162,37 @@ test('a restart with calls in flight: each fails as unavailable or is answered, 
   assert.ok(outcomes.unavailable > 0, 'the restart failed some calls');
   assert.equal((await fw.limit(name, 'after', { rate: 5, period: 60_000 })).ok, true);
 });
+
+test('a policy\'s windows, with the headers fw_headers makes, and a call on the caller\'s connection', async () => {
+  const name = uniqueName();
+  await sql('SELECT fw.fw_define($1, 2, interval \'1 minute\'), fw.fw_define($1, 100, interval \'1 day\', shadow => true)', [name]);
+  const clocked = clockedPool({ at: T0 + 20_000 });
+  const fw = new FixedWindow({ pool: clocked });
+  const first = await fw.limitWindows(name, 'k');
+  assert.equal(first.ok, true);
+  assert.deepEqual(first.windows.map((w) => [w.period, w.rate, w.remaining, w.shadow, w.resetAfter]),
+    [[60_000, 2, 1, false, 40_000], [86_400_000, 100, 99, true, 86_400_000 - 10 * 3_600_000 - 20_000]]);
+  assert.equal(first.windows[0].windowStart, T0);
+  await fw.limitWindows(name, 'k');
+  const refused = await fw.limitWindows(name, 'k');
+  assert.equal(refused.ok, false);
+  assert.equal(refused.headers['Retry-After'], '40');
+  const [expected] = await sql(`SELECT set_config('fixed_window.debug_now', $3, true),
+    fw.fw_headers($1, ARRAY(SELECT w FROM fw.fw_check_windows($1, $2) AS w)) AS headers`,
+  [name, 'k', new Date(T0 + 20_000).toISOString()]);
+  assert.deepEqual((await fw.checkWindows(name, 'k')).headers, expected.headers);
+
+  // in a transaction of the caller's: a rollback of the table backend gives the tokens back
+  await sql("ALTER DATABASE postgres SET fixed_window.storage = 'table'");
+  const own = pool({ user: 'postgres', max: 1 });
+  const tx = await own.connect();
+  try {
+    await tx.query('BEGIN');
+    assert.equal((await fw.limit(name, 'tx', { rate: 2, period: 60_000, connection: tx })).remaining, 1);
+    await tx.query('ROLLBACK');
+    assert.equal((await fw.check(name, 'tx', { rate: 2, period: 60_000, cost: 0, connection: tx })).remaining, 2);
+  } finally {
+    tx.release();
+    await sql('ALTER DATABASE postgres RESET fixed_window.storage');
+  }
+});

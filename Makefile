@@ -151,6 +151,11 @@ test-monitoring:
 	promtool check config $(srcdir)/examples/monitoring/prometheus.yml
 	cd $(srcdir)/examples/monitoring && promtool test rules alerts_test.yml
 	$(prove_installcheck)
+# The Node.js package clients/node (fixed-window-pg): packed, type-checked,
+# and its tests in Express, Fastify and rate-limiter-flexible against a
+# throwaway cluster and PgBouncer.
+test-node:
+	bash $(srcdir)/clients/node/test.sh
 # The example HTTP service (Node.js, from npm) against a throwaway cluster.
 test-service:
 	bash $(srcdir)/examples/service/test.sh
@@ -234,7 +239,7 @@ sql-edition: fixed_window_sql.sql fixed_window_sql.pgtle.sql
 
 .PHONY: test demo bench bench-versions unit check-layers check-version check-docs test-docs dist installcheck \
 	test-regress test-regress-dsm test-regress-table test-isolation test-isolation-dsm \
-	test-isolation-table test-regress-sql test-isolation-sql test-tap test-tap-dsm test-tap-sql test-monitoring sql-edition test-service test-pgbouncer test-deb \
+	test-isolation-table test-regress-sql test-isolation-sql test-tap test-tap-dsm test-tap-sql test-monitoring sql-edition test-node test-service test-pgbouncer test-deb \
 	installcheck-regress installcheck-regress-table installcheck-isolation \
 	installcheck-isolation-table installcheck-tap
 

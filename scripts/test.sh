@@ -21,6 +21,10 @@
 #   monitoring  examples/monitoring: the alert rules' unit tests (promtool),
 #               then a cluster, postgres_exporter with the queries and
 #               Prometheus with the rules, the metrics read through PromQL
+#   node        the Node.js package clients/node (fixed-window-pg): npm pack and
+#               the tarball loaded as ESM and CommonJS, its TypeScript types, and
+#               its tests inside Express, Fastify and rate-limiter-flexible
+#               against a cluster, directly and through PgBouncer
 #   service     the example HTTP service (examples/service), driven over HTTP
 #   pgbouncer   PgBouncer in transaction mode in front of fw_limit (pgbench,
 #               exact counts) and of the example service (test/pgbouncer)
@@ -55,7 +59,7 @@ export COPT="-Wall -Wextra -Werror -Wno-unused-parameter -DUSE_ASSERT_CHECKING"
 # chroots' layers are asked, nothing is built or installed on this machine.
 chroot_majors=" $(fw_chroot_majors | paste -sd' ') "
 host_layers=" unit layers version regress regress-table regress-dsm isolation isolation-table isolation-dsm
-    regress-sql isolation-sql tap router tap-dsm tap-sql monitoring service pgbouncer docs deb "
+    regress-sql isolation-sql tap router tap-dsm tap-sql monitoring node service pgbouncer docs deb "
 host=no
 [ $# -gt 0 ] || host=yes
 for arg in "$@"; do
@@ -135,6 +139,7 @@ fi
 layer tap-dsm test-tap-dsm
 layer tap-sql test-tap-sql
 layer monitoring test-monitoring
+layer node test-node
 layer service test-service
 layer pgbouncer test-pgbouncer
 # As root: the documents' blocks say which account runs each (root, postgres).

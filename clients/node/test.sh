@@ -52,7 +52,7 @@ if [ $# -eq 0 ]; then
     set -- $(cd "$here/test" && ls -- *.test.mjs)
 fi
 for test in "$@"; do
-    fw_as_user env PG_DATA="$dir/data" POOLER_PORT="$FW_POOLER_PORT" PGHOST="$PGHOST" PGPORT="$PGPORT" \
+    fw_as_user env README_MAIN="$FW_ROOT/README.md" PG_DATA="$dir/data" POOLER_PORT="$FW_POOLER_PORT" PGHOST="$PGHOST" PGPORT="$PGPORT" \
         PGUSER=postgres PGDATABASE=postgres node --test --test-reporter=spec "$dir/pkg/test/$test" || failed+=("$test")
 done
 if [ ${#failed[@]} -gt 0 ]; then

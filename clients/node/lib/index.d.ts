@@ -33,6 +33,8 @@ export interface LimitOptions {
   cost?: number;
   /** Most tokens a counter can hold (default: rate, no rollover). */
   capacity?: number | null;
+  /** A pg client to run the call on, in a transaction of the caller's; the call is not prepared. */
+  connection?: Queryable;
 }
 
 export interface LimitResult {
@@ -48,16 +50,44 @@ export interface LimitResult {
   failedOpen?: true;
 }
 
+export interface WindowResult {
+  /** The window's length in milliseconds (a month counts 30 days). */
+  period: number;
+  rate: number;
+  capacity: number;
+  shadow: boolean;
+  ok: boolean;
+  retryAfter: number | null;
+  remaining: number;
+  resetAfter: number;
+  /** Milliseconds since the epoch. */
+  windowStart: number;
+  windowEnd: number;
+}
+
+export interface WindowsResult {
+  /** Every enforced (not shadow) window allowed. */
+  ok: boolean;
+  /** The RateLimit headers of the answer (fw_headers). */
+  headers: Record<string, string>;
+  windows: WindowResult[];
+}
+
 export declare class FixedWindow {
   constructor(options: FixedWindowOptions);
   /** A FixedWindow on the shards the router lists, routed as it routes. Pool is pg.Pool. */
   static fromRouter(router: Queryable, Pool: new (config: object) => Queryable, poolOptions?: object): Promise<FixedWindow>;
   limit(name: string, key: string, options?: LimitOptions): Promise<LimitResult>;
   check(name: string, key: string, options?: LimitOptions): Promise<LimitResult>;
+  /** A named policy's call, a row per window, with its HTTP headers. */
+  limitWindows(name: string, key: string, options?: { cost?: number; connection?: Queryable }): Promise<WindowsResult>;
+  checkWindows(name: string, key: string, options?: { cost?: number; connection?: Queryable }): Promise<WindowsResult>;
   /** Gives back up to cost tokens; resolves to the tokens the counter holds now. */
   refund(name: string, key: string, options?: LimitOptions): Promise<number>;
   /** fw_reset(name, key): the counters removed. Needs fw_admin's grant. */
-  reset(name: string, key: string): Promise<number>;
+  reset(name: string, key: string, options?: { connection?: Queryable }): Promise<number>;
+  readonly pools: Queryable[];
+  readonly routing: 'jump' | 'modulo';
   /** The shard, from 0, that holds (name, key). */
   shardOf(name: string, key: string): number;
 }

@@ -1,5 +1,7 @@
-// An HTTP service limited by fixed_window, on Node's http module and the
-// pg driver's connection pool.
+// An HTTP service limited by fixed_window, on Node's http module, the pg
+// driver's connection pool, and this repository's Node.js package
+// fixed-window-pg (clients/node), which makes fixed_window's calls and
+// tells its failures apart by class.
 //
 //   GET  /hello    one call of the policy "api" per request, keyed by the
 //                  client the X-Api-Key header names (a key of the table
@@ -74,6 +76,10 @@
 import http from 'node:http';
 import net from 'node:net';
 import pg from 'pg';
+import {
+  FixedWindow, FixedWindowError, FixedWindowUnavailableError, FixedWindowConfigurationError,
+  FixedWindowPermissionError, FixedWindowUndefinedPolicyError,
+} from 'fixed-window-pg';
 import { addressKey, clientAddress, trustedProxies } from './address.js';
 
 // A setting the service cannot use stops it before it listens: exit 2,
@@ -120,6 +126,15 @@ pool.on('connect', (client) => client.on('error', (err) => {
 // Every request is one transaction, which starts with its deadline.
 const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`;
 
+// fixed_window's calls, by the package.  Each runs on the connection the
+// request holds (the option connection), inside its transaction, so that
+// the deadline and the test clock hold for it, and no call waits for a
+// second connection of the pool; such a call is an unnamed statement,
+// which a transaction pooler passes as it is.  At the first call the
+// package looks up the extension's schema there too, whatever the
+// search_path.
+const limiter = new FixedWindow({ pool });
+
 const testing = process.env.FW_TEST === '1';
 let trusted;
 try {
@@ -141,9 +156,23 @@ class TooLarge extends Error {}
 // (it is down, restarting, refusing connections, closed to them by its
 // admin, ended the connection, or the statement ran out of time), a 503.
 // 'configuration': the service's settings do not fit the database or the
-// pooler in front of it (a role, database or schema that is missing, a
-// privilege not granted, a parameter refused), a 500 that retrying will not
-// cure.  Anything else is undefined: a bug, a 500 with its stack logged.
+// pooler in front of it (a role, database or schema that is missing, the
+// extension not installed, a privilege not granted, a policy not defined, a
+// parameter refused), a 500 that retrying will not cure.  Anything else is
+// undefined: a bug, a 500 with its stack logged.
+//
+// fixed_window's calls fail with the package's classes, which say so.
+function failure(err) {
+  if (err instanceof FixedWindowUnavailableError) return 'unavailable';
+  if (err instanceof FixedWindowConfigurationError || err instanceof FixedWindowPermissionError
+      || err instanceof FixedWindowUndefinedPolicyError) return 'configuration';
+  if (err instanceof FixedWindowError) return undefined;
+  return driverFailure(err);
+}
+
+// The service's own statements (the transaction, the test clock, the key
+// lookup, the signup) and logging in fail with the driver's errors, read
+// here the way the package reads them.
 //
 // A database closed to connections (ALLOW_CONNECTIONS false, 55000 at
 // login) is an outage its admin will end, as a restart is; a role without
@@ -161,7 +190,7 @@ const POOLER_CONFIGURATION = new RegExp([
   'permission denied',
 ].join('|'));
 const atLogin = new WeakSet();          // the errors pool.connect() failed with
-function failure(err) {
+function driverFailure(err) {
   const code = String(err?.code ?? '');
   const message = String(err?.message ?? '');
   if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, privilege, SQL
@@ -194,8 +223,12 @@ async function withDatabase(req, fn) {
   } catch (err) {
     // After an ERROR the server reported, the connection rolls back and
     // serves again; after anything else (a FATAL, a connection lost, a
-    // query the client stopped waiting for) its state is unknown.
-    if (err instanceof pg.DatabaseError && err.severity === 'ERROR') {
+    // query the client stopped waiting for) its state is unknown.  The
+    // package's error carries the driver's as its cause; one without a
+    // cause is the package's own finding (the extension not installed),
+    // on a sound connection.
+    const driverError = err instanceof FixedWindowError ? err.cause : err;
+    if (driverError === undefined || (driverError instanceof pg.DatabaseError && driverError.severity === 'ERROR')) {
       await client.query('ROLLBACK').catch((e) => { broken = e; });
     } else {
       broken = err;
@@ -229,14 +262,6 @@ function send(res, status, headers, body) {
   res.end(JSON.stringify(body));
 }
 
-// One call of a policy: all its windows at once, and the headers to send.
-const LIMIT = `
-  SELECT bool_and(w.ok OR w.shadow) AS ok, fw_headers($1, array_agg(w)) AS headers
-  FROM fw_limit_windows($1, $2) AS w`;
-// What a call would answer now, spending nothing: the headers of a refusal.
-const CHECK = `
-  SELECT fw_headers($1, ARRAY(SELECT w FROM fw_check_windows($1, $2) AS w)) AS headers`;
-
 function retryAfter(headers) {
   return headers['Retry-After'] === undefined ? null : Number(headers['Retry-After']);
 }
@@ -250,7 +275,8 @@ async function hello(req, res) {
   const answer = await withDatabase(req, async (db) => {
     const client = apiKey === undefined ? null : (await db.query(CLIENT, [apiKey])).rows[0]?.client;
     const key = client == null ? address : `key:${client}`;
-    return { client, ...(await db.query(LIMIT, ['api', key])).rows[0] };
+    // one call of the policy: all its windows at once, and the headers to send
+    return { client, ...(await limiter.limitWindows('api', key, { connection: db })) };
   });
   const { client, ok, headers } = answer;
   if (!ok) send(res, 429, headers, { error: 'rate limit exceeded', retry_after: retryAfter(headers) });
@@ -276,7 +302,8 @@ async function signup(req, res, body) {
   } catch (err) {
     if (err.code !== 'RL429') throw err;
     // the trigger refused the row: tell the client when it may try again
-    const { headers } = await withDatabase(req, async (db) => (await db.query(CHECK, ['signup', ip])).rows[0]);
+    // what a call would answer now, spending nothing: the headers of a refusal
+    const { headers } = await withDatabase(req, (db) => limiter.checkWindows('signup', ip, { connection: db }));
     send(res, 429, headers, { error: 'too many signups from this address', retry_after: retryAfter(headers) });
   }
 }

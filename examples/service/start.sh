@@ -4,25 +4,32 @@
 # Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 # service_start SERVICE_DIR RUN_DIR [VAR=value...]: load schema.sql into the
-# database that the PG* variables name, copy the service into
-# RUN_DIR/service and install its dependencies there from the npm registry
-# (npm ci, pinned by package-lock.json), and start it on a free port with
-# the given environment, as the unprivileged account.  Sets service_url;
-# the log is RUN_DIR/service.log, node's process id in RUN_DIR/service.pid.
+# database that the PG* variables name, copy the service and the Node.js
+# package it uses (clients/node, fixed-window-pg) into RUN_DIR in their
+# places in the repository, RUN_DIR/examples/service and RUN_DIR/clients/node,
+# so that its dependency "file:../../clients/node" finds the package there,
+# install its dependencies (npm ci, pinned by package-lock.json: pg from the
+# npm registry, fixed-window-pg as a link to the copy), and start it on a
+# free port with the given environment, as the unprivileged account.  Sets
+# service_url, and service_dir, where the copy is; the log is
+# RUN_DIR/service.log, node's process id in RUN_DIR/service.pid.
 # Everything it starts runs from RUN_DIR, so that fw_left_running RUN_DIR
 # finds whatever service_stop left.
 service_start() {
-    local here=$1 run=$2; shift 2
+    local here=$1 run=$2 part; shift 2
     command -v node >/dev/null && command -v npm >/dev/null ||
         { echo "the example service needs node and npm (apt-get install nodejs npm)" >&2; return 1; }
     fw_as_user psql -X -q -v ON_ERROR_STOP=1 -f "$here/schema.sql" >/dev/null
-    mkdir "$run/service"
-    tar -C "$here" --exclude=node_modules -cf - . | tar -C "$run/service" -xf -
-    [ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$run/service"
+    for part in examples/service clients/node; do
+        mkdir -p "$run/$part"
+        tar -C "$here/../../$part" --exclude=node_modules --exclude='*.tgz' -cf - . | tar -C "$run/$part" -xf -
+    done
+    [ "$(id -u)" -eq 0 ] && chown -R "$FW_RUN_USER" "$run/examples" "$run/clients"
+    service_dir=$run/examples/service
     fw_log "installing the service's dependencies (npm ci)"
-    (cd "$run/service" && fw_as_user npm ci --silent --no-audit --no-fund --cache "$run/npm-cache" >/dev/null)
+    (cd "$service_dir" && fw_as_user npm ci --silent --no-audit --no-fund --cache "$run/npm-cache" >/dev/null)
     # sh execs node, so that the process id it writes is node's
-    fw_as_user env PORT=0 "$@" sh -c 'echo $$ >"$1/service.pid" && exec node "$1/service/server.js"' sh "$run" \
+    fw_as_user env PORT=0 "$@" sh -c 'echo $$ >"$1/service.pid" && exec node "$2/server.js"' sh "$run" "$service_dir" \
         >"$run/service.log" 2>&1 &
     service_run=$run
     local _

@@ -46,7 +46,7 @@ failed=()
 for test in "${tests[@]}"; do
     fw_as_user env SERVICE_URL="$service_url" SERVICE_PGHOST="$PGHOST" SERVICE_PGPORT="$service_port" \
         POOLER="$pooler" PG_DATA="$dir/data" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
-        PGDATABASE="$PGDATABASE" node --test "$dir/service/test/$test" || failed+=("$test")
+        PGDATABASE="$PGDATABASE" node --test "$service_dir/test/$test" || failed+=("$test")
 done
 if [ ${#failed[@]} -gt 0 ]; then
     echo "failed: ${failed[*]}" >&2

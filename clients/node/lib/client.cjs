@@ -265,7 +265,7 @@ class FixedWindow {
   // transaction.
   async run(shard, statement, values, connection) {
     const pool = connection ?? this.pools[shard];
-    const texts = this.statements[shard] ?? await this.textsOf(shard);
+    const texts = this.statements[shard] ?? await this.textsOf(shard, connection);
     const text = texts[statement];
     if (this.prepare && connection === undefined) {
       try {
@@ -282,13 +282,15 @@ class FixedWindow {
     }
   }
 
-  // The statements of a shard, with the schema given or found there.
-  async textsOf(shard) {
+  // The statements of a shard, with the schema given or found there: on the
+  // caller's connection when there is one, which may be the only one its
+  // pool has to give.
+  async textsOf(shard, connection) {
     let schema = this.schema;
     if (schema === undefined) {
       let rows;
       try {
-        ({ rows } = await this.pools[shard].query(FIND_SCHEMA));
+        ({ rows } = await (connection ?? this.pools[shard]).query(FIND_SCHEMA));
       } catch (err) {
         throw fromDriver(err);
       }

@@ -19,6 +19,7 @@ module.exports = {
   FixedWindowCapacityError: errors.FixedWindowCapacityError,
   FixedWindowStateError: errors.FixedWindowStateError,
   FixedWindowUnavailableError: errors.FixedWindowUnavailableError,
+  fromDriver: errors.fromDriver,
   shardOf: shard.shardOf,
   shardHash: shard.shardHash,
   jumpHash: shard.jumpHash,

@@ -104,6 +104,8 @@ export declare class FixedWindowConfigurationError extends FixedWindowError {}
 export declare class FixedWindowCapacityError extends FixedWindowError {}
 export declare class FixedWindowStateError extends FixedWindowError {}
 export declare class FixedWindowUnavailableError extends FixedWindowError {}
+/** The FixedWindowError of an error pg (or Node's network) raised, by its SQLSTATE or system code; one of ours as it is. */
+export declare function fromDriver(error: unknown): FixedWindowError;
 
 /** fw_shard(name, key, count, method) of the router. */
 export declare function shardOf(name: string, key: string, count: number, method?: 'jump' | 'modulo'): number;
@@ -113,5 +115,24 @@ export declare function shardHash(name: string, key: string): number;
 export declare function jumpHash(key: number | bigint, count: number): number;
 /** pg's settings of a libpq connection string in keyword=value form. */
 export declare function parseConninfo(conninfo: string): Record<string, unknown>;
+
+// ---- @fastify/rate-limit (lib/fastify.cjs)
+export interface FastifyStoreResult { current: number; ttl: number; }
+export interface FastifyStoreOptions {
+  /** The fixed_window name of the global limit (default 'fastify-rate-limit'); routes count in `${name}:${method} ${url}`,
+   *  groups in `${name}:group ${groupId}`, createRateLimit(options) in `${name}:limiter ${n}`; with ban >= 1, denials in `${that}:denied`. */
+  name?: string;
+}
+export interface FixedWindowFastifyStore {
+  incr(key: string, callback: (error: Error | null, result?: FastifyStoreResult) => void, timeWindow: number, max: number): void;
+  read(key: string, callback: (error: Error | null, result?: FastifyStoreResult) => void, timeWindow: number, max: number): void;
+  child(routeOptions: object): FixedWindowFastifyStore;
+}
+export interface FixedWindowFastifyStoreClass {
+  /** Throws for continueExceeding or exponentialBackoff. */
+  new (params?: object): FixedWindowFastifyStore;
+}
+/** The store class to pass as @fastify/rate-limit's `store` option. */
+export declare function fastifyStore(client: FixedWindow, options?: FastifyStoreOptions): FixedWindowFastifyStoreClass;
 
 // @@ADAPTERS@@

@@ -13,6 +13,7 @@ export const {
   FixedWindowCapacityError,
   FixedWindowStateError,
   FixedWindowUnavailableError,
+  fromDriver,
   shardOf,
   shardHash,
   jumpHash,

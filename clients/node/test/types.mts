@@ -36,3 +36,10 @@ async function calls(): Promise<number> {
 void calls;
 
 // (the adapters: below)
+
+// @fastify/rate-limit takes the store class
+import Fastify from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import { fastifyStore } from 'fixed-window-pg';
+const app = Fastify();
+await app.register(rateLimit, { max: 100, timeWindow: '1 minute', store: fastifyStore(fw, { name: 'web' }) });

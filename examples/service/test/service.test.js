@@ -266,3 +266,18 @@ test('HOST is the address the service listens on, 127.0.0.1 unless set; TRUSTED_
     await ipv6.stop();
   }
 });
+
+test('POOL_SIZE=1 serves: every statement of a request runs on the one connection it holds', async () => {
+  // A statement sent to the pool while the request holds its only
+  // connection would wait for that connection, until CONNECT_TIMEOUT_MS,
+  // and the request would be a 503: so it was with fixed-window-pg looking
+  // up the extension's schema on the pool at a fresh instance's first call.
+  const instance = await startService({ POOL_SIZE: '1', TRUSTED_PROXIES: '127.0.0.1' });
+  try {
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) =>
+      hello(undefined, T0, `192.0.2.${200 + i}`, instance.url)));
+    assert.deepEqual(answers.map((r) => r.status), [200, 200, 200, 200, 200], instance.log());
+  } finally {
+    await instance.stop();
+  }
+});

@@ -135,4 +135,84 @@ export interface FixedWindowFastifyStoreClass {
 /** The store class to pass as @fastify/rate-limit's `store` option. */
 export declare function fastifyStore(client: FixedWindow, options?: FastifyStoreOptions): FixedWindowFastifyStoreClass;
 
+// ---- rate-limiter-flexible (lib/flexible.cjs)
+/** The fields of rate-limiter-flexible's RateLimiterRes: what every operation resolves with and a denied consume rejects with. */
+export declare class FixedWindowRateLimiterRes {
+  /** Points the key's current window has left. */
+  readonly remainingPoints: number;
+  /** Milliseconds until the window ends (for a denial: until the points will be there). */
+  readonly msBeforeNext: number;
+  /** Points the window holds: never above points (a denied consume spends nothing). */
+  readonly consumedPoints: number;
+  readonly isFirstInDuration: boolean;
+  /** Present, true, when the client's failOpen admitted the consume. */
+  readonly failedOpen?: true;
+  toString(): string;
+  toJSON(): { remainingPoints: number; msBeforeNext: number; consumedPoints: number; isFirstInDuration: boolean };
+}
+/** What RateLimiterFixedWindow's operations take or hand to an insuranceLimiter: rate-limiter-flexible's interface. */
+export interface RateLimiterFixedWindowLike {
+  consume(key: string | number, pointsToConsume?: number, options?: { [key: string]: any }): Promise<any>;
+  penalty(key: string | number, points?: number, options?: { [key: string]: any }): Promise<any>;
+  reward(key: string | number, points?: number, options?: { [key: string]: any }): Promise<any>;
+  get(key: string | number, options?: { [key: string]: any }): Promise<any>;
+  delete(key: string | number, options?: { [key: string]: any }): Promise<boolean>;
+}
+export interface RateLimiterFixedWindowOptions {
+  /** A FixedWindow, or a pg.Pool to make one on (storeClient: the same). */
+  client?: FixedWindow | Queryable;
+  storeClient?: FixedWindow | Queryable;
+  /** The fixed_window name the limiter counts under (default 'rlflx'); not empty. */
+  keyPrefix?: string;
+  /** The window's rate: a whole number >= 1 (default 4). */
+  points?: number;
+  /** The window's length in seconds, > 0 in whole milliseconds (default 1); 0 (never expires) is refused. */
+  duration?: number;
+  /** Left out: each key its own phase (start => NULL); undefined: the epoch's grid; or the grid's anchor. */
+  start?: Date | string | null;
+  /** Only 0: a fixed window cannot block beyond its end. */
+  blockDuration?: 0;
+  /** Delays admitted consumes over the window, as the library does. */
+  execEvenly?: boolean;
+  execEvenlyMinDelayMs?: number;
+  /** Only 0: fixed_window never counts beyond points. */
+  inMemoryBlockOnConsumed?: 0;
+  /** Answers instead while the database is unavailable (FixedWindowUnavailableError only). */
+  insuranceLimiter?: RateLimiterFixedWindowLike;
+}
+/** rate-limiter-flexible's RateLimiterCompatibleAbstract on fixed_window: name = keyPrefix, rate = points, period = duration. */
+export declare class RateLimiterFixedWindow {
+  constructor(options?: RateLimiterFixedWindowOptions);
+  /** The same limiter as a subclass of the library's class (pass RateLimiterCompatibleAbstract), for
+   *  RateLimiterUnion and insuranceLimiter, which test instanceof. */
+  static extending<Base extends abstract new () => object>(base: Base): new (options?: RateLimiterFixedWindowOptions) => RateLimiterFixedWindow & InstanceType<Base>;
+  readonly client: FixedWindow;
+  readonly keyPrefix: string;
+  readonly points: number;
+  readonly duration: number;
+  readonly msDuration: number;
+  readonly start: Date | string | null | undefined;
+  /** Always 0; setting anything else throws. */
+  blockDuration: number;
+  execEvenly: boolean;
+  readonly execEvenlyMinDelayMs: number;
+  insuranceLimiter?: RateLimiterFixedWindowLike;
+  getKey(key: string | number): string;
+  parseKey(rlKey: string): string;
+  /** Resolves when admitted; rejects with a FixedWindowRateLimiterRes when denied, with an Error when the store failed. customDuration is refused. */
+  consume(key: string | number, pointsToConsume?: number, options?: { [key: string]: any }): Promise<FixedWindowRateLimiterRes>;
+  /** Spends up to points, at most what the current window has left. */
+  penalty(key: string | number, points?: number, options?: { [key: string]: any }): Promise<FixedWindowRateLimiterRes>;
+  /** Gives back up to points to the current window (fw_refund's grant). */
+  reward(key: string | number, points?: number, options?: { [key: string]: any }): Promise<FixedWindowRateLimiterRes>;
+  /** null when the key has spent nothing in its current window. */
+  get(key: string | number, options?: { [key: string]: any }): Promise<FixedWindowRateLimiterRes | null>;
+  /** Always rejects: a counter lives one window. Use penalty(), reward() or delete(). */
+  set(key: string | number, points: number, secDuration: number, options?: { [key: string]: any }): Promise<never>;
+  /** Always rejects: use penalty(key, points), or a limiter with a longer duration. */
+  block(key: string | number, secDuration: number, options?: { [key: string]: any }): Promise<never>;
+  /** fw_reset (fw_admin's grant): true when the key had a counter. */
+  delete(key: string | number, options?: { [key: string]: any }): Promise<boolean>;
+}
+
 // @@ADAPTERS@@

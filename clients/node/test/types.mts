@@ -43,3 +43,12 @@ import rateLimit from '@fastify/rate-limit';
 import { fastifyStore } from 'fixed-window-pg';
 const app = Fastify();
 await app.register(rateLimit, { max: 100, timeWindow: '1 minute', store: fastifyStore(fw, { name: 'web' }) });
+
+// rate-limiter-flexible: its union takes the limiter made a subclass of its abstract class
+import { RateLimiterCompatibleAbstract, RateLimiterUnion, type RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterFixedWindow } from 'fixed-window-pg';
+const Compatible = RateLimiterFixedWindow.extending(RateLimiterCompatibleAbstract);
+const perMinute = new Compatible({ client: fw, keyPrefix: 'login', points: 5, duration: 60 });
+const union = new RateLimiterUnion(perMinute, new Compatible({ client: fw, keyPrefix: 'login-day', points: 50, duration: 86_400 }));
+const consumed: RateLimiterRes = await perMinute.consume('ip:1');
+void union; void consumed;

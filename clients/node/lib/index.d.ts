@@ -215,4 +215,34 @@ export declare class RateLimiterFixedWindow {
   delete(key: string | number, options?: { [key: string]: any }): Promise<boolean>;
 }
 
-// @@ADAPTERS@@
+// ---- express-rate-limit (lib/express.cjs)
+export interface FixedWindowStoreOptions {
+  /** A FixedWindow. */
+  client: FixedWindow;
+  /** The fixed_window name the limiter counts under (default 'express-rate-limit'). */
+  name?: string;
+}
+export interface ExpressClientRateLimitInfo { totalHits: number; resetTime: Date | undefined; }
+/** express-rate-limit's store on fixed_window: the decision is the database's, a denied hit spends nothing. */
+export declare class FixedWindowStore {
+  constructor(options: FixedWindowStoreOptions);
+  readonly client: FixedWindow;
+  readonly name: string;
+  readonly prefix: string;
+  readonly localKeys: false;
+  /** Throws when limit is a function and the limiter's keyGenerator is not this store's. */
+  init(options: { windowMs: number; limit: number | ((request: any, response: any) => number | Promise<number>);
+    skipFailedRequests?: boolean; keyGenerator?: unknown }): void;
+  /** For limit as a function: your key generator, wrapped to hand each request's limit to the store. */
+  keyGenerator<Request = any, Response = any>(inner: (request: Request, response: Response) => string | Promise<string>):
+    (request: Request, response: Response) => Promise<string>;
+  increment(key: string): Promise<ExpressClientRateLimitInfo>;
+  /** Gives the hit's token back, unless the hit was denied (it spent nothing). */
+  decrement(key: string): Promise<void>;
+  /** What the key spent in its window; undefined when limit is a function. */
+  get(key: string): Promise<ExpressClientRateLimitInfo | undefined>;
+  /** Gives the key's window back whole (fw_refund). */
+  resetKey(key: string): Promise<void>;
+  /** Always rejects: fw_reset(name) is an admin's, in SQL. */
+  resetAll(): Promise<never>;
+}

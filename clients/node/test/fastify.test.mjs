@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Fastify from 'fastify';
 import rateLimit from '@fastify/rate-limit';
-import pkg from '../lib/index.cjs';   // TEMP until the other adapters exist
+import * as pkg from '../lib/index.mjs';
 const { FixedWindow, FixedWindowUnavailableError, fastifyStore } = pkg;
 import { T0, clockedPool, pool, restart, uniqueName } from './helpers.mjs';
 

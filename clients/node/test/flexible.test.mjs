@@ -13,7 +13,7 @@ import {
   RLWrapperBlackAndWhite, RateLimiterCompatibleAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterQueue,
   RateLimiterUnion,
 } from 'rate-limiter-flexible';
-import pkg from '../lib/index.cjs';   // TEMP until every adapter index.mjs names exists
+import * as pkg from '../lib/index.mjs';
 import { T0, clockedPool, pool, restart, uniqueName } from './helpers.mjs';
 
 const { FixedWindow, FixedWindowPermissionError, FixedWindowUnavailableError, RateLimiterFixedWindow } = pkg;

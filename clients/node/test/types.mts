@@ -39,10 +39,10 @@ void calls;
 
 // @fastify/rate-limit takes the store class
 import Fastify from 'fastify';
-import rateLimit from '@fastify/rate-limit';
+import fastifyRateLimit from '@fastify/rate-limit';
 import { fastifyStore } from 'fixed-window-pg';
 const app = Fastify();
-await app.register(rateLimit, { max: 100, timeWindow: '1 minute', store: fastifyStore(fw, { name: 'web' }) });
+await app.register(fastifyRateLimit, { max: 100, timeWindow: '1 minute', store: fastifyStore(fw, { name: 'web' }) });
 
 // rate-limiter-flexible: its union takes the limiter made a subclass of its abstract class
 import { RateLimiterCompatibleAbstract, RateLimiterUnion, type RateLimiterRes } from 'rate-limiter-flexible';
@@ -52,3 +52,11 @@ const perMinute = new Compatible({ client: fw, keyPrefix: 'login', points: 5, du
 const union = new RateLimiterUnion(perMinute, new Compatible({ client: fw, keyPrefix: 'login-day', points: 50, duration: 86_400 }));
 const consumed: RateLimiterRes = await perMinute.consume('ip:1');
 void union; void consumed;
+
+// express-rate-limit takes the store as its Store
+import { rateLimit, type Store } from 'express-rate-limit';
+import { FixedWindowStore } from 'fixed-window-pg';
+const store: Store = new FixedWindowStore({ client: fw, name: 'web' });
+rateLimit({ windowMs: 60_000, limit: 100, store });
+const perUser = new FixedWindowStore({ client: fw });
+rateLimit({ windowMs: 60_000, limit: () => 10, store: perUser, keyGenerator: perUser.keyGenerator((req) => String(req.ip)) });

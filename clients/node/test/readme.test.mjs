@@ -73,7 +73,9 @@ for (const block of blocks) {
       assert.equal(await exited, 0, output.text);
       return;
     }
-    // an HTTP server: its limit (from the block's "limit: N") admits N requests, then 429
+    // an HTTP server: its limit (from the block's "limit: N") admits N
+    // requests, then 429; each block starts with no counters of the store
+    await sql("SELECT fw.fw_reset('express-rate-limit')");
     const limit = Number(/limit: (\d+)/.exec(block.code)[1]);
     const port = await freePort();
     const { child, output, exited } = run(block, { PORT: String(port) });

@@ -23,7 +23,8 @@
 # table grows to 1,000,000 slots, nearly full: how long reading fw_capacity
 # takes, and the latency of calls while fw_capacity is read back to back.
 # The time of one read of memory that no cache holds (bench/memory_latency.c)
-# bounds what a call on a random key among many can cost.
+# bounds what a call on a random key among many can cost.  Last, on a
+# server of its own, the Node.js package's rows (bench/node/run.sh).
 #
 # Every figure is the median of BENCH_RUNS runs; the runs of different rows
 # are interleaved so that a slow moment of the machine does not land on one
@@ -490,4 +491,6 @@ goal_row() {
     echo "| shared memory per counter slot (the counters' segment / fixed_window.max_counters = $max_counters) | $(ratio "$shmem_bytes" "$max_counters") |"
     echo "| table per live key (pg_total_relation_size / $table_rows rows, after VACUUM) | $(ratio "$table_bytes" "$table_rows") |"
 } >"$FW_ROOT/bench/results/latest.md"
+bash "$FW_ROOT/bench/node/run.sh" "$dir/node.md" >/dev/null
+{ echo; cat "$dir/node.md"; } >>"$FW_ROOT/bench/results/latest.md"
 cat "$FW_ROOT/bench/results/latest.md"

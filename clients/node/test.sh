@@ -49,7 +49,8 @@ if [ $# -eq 0 ]; then
     if ! (cd "$dir/pkg" && fw_as_user bash test/pack.sh "$dir/npm-cache"); then failed+=(pack); fi
     fw_log "the TypeScript declarations (tsc --noEmit)"
     (cd "$dir/pkg" && fw_as_user node_modules/.bin/tsc -p test/tsconfig.json) || failed+=(types)
-    set -- $(cd "$here/test" && ls -- *.test.mjs)
+    mapfile -t files < <(cd "$here/test" && ls -- *.test.mjs)
+    set -- "${files[@]}"
 fi
 for test in "$@"; do
     fw_as_user env README_MAIN="$FW_ROOT/README.md" PG_DATA="$dir/data" POOLER_PORT="$FW_POOLER_PORT" PGHOST="$PGHOST" PGPORT="$PGPORT" \

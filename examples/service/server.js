@@ -77,7 +77,7 @@ import http from 'node:http';
 import net from 'node:net';
 import pg from 'pg';
 import {
-  FixedWindow, FixedWindowError, FixedWindowUnavailableError, FixedWindowConfigurationError,
+  FixedWindow, FixedWindowError, fromDriver, FixedWindowUnavailableError, FixedWindowConfigurationError,
   FixedWindowPermissionError, FixedWindowUndefinedPolicyError,
 } from 'fixed-window-pg';
 import { addressKey, clientAddress, trustedProxies } from './address.js';
@@ -161,47 +161,19 @@ class TooLarge extends Error {}
 // parameter refused), a 500 that retrying will not cure.  Anything else is
 // undefined: a bug, a 500 with its stack logged.
 //
-// fixed_window's calls fail with the package's classes, which say so.
+// The package reads every error as fixed_window's calls fail, by class
+// (fromDriver): the service's own statements (the transaction, the test
+// clock, the key lookup, the signup) and logging in too.  A database closed
+// to connections (ALLOW_CONNECTIONS false) is an outage its admin will end,
+// as a restart is; a role without CONNECT on the database (42501) is
+// configuration.  PgBouncer before 1.20 reports its own errors, and the
+// server's at login, as 08P01 with the server's message, which the package
+// reads as long as the server writes its messages in English (lc_messages).
 function failure(err) {
-  if (err instanceof FixedWindowUnavailableError) return 'unavailable';
-  if (err instanceof FixedWindowConfigurationError || err instanceof FixedWindowPermissionError
-      || err instanceof FixedWindowUndefinedPolicyError) return 'configuration';
-  if (err instanceof FixedWindowError) return undefined;
-  return driverFailure(err);
-}
-
-// The service's own statements (the transaction, the test clock, the key
-// lookup, the signup) and logging in fail with the driver's errors, read
-// here the way the package reads them.
-//
-// A database closed to connections (ALLOW_CONNECTIONS false, 55000 at
-// login) is an outage its admin will end, as a restart is; a role without
-// CONNECT on the database (42501) is configuration.  55000 counts only at
-// login: from a statement it is fixed_window's (the extension dropped under
-// a call, say), which is no outage.
-//
-// PgBouncer before 1.20 reports every error of its own, and the server's
-// errors at login, as 08P01 (protocol_violation), with the server's
-// message: the message tells a refused setting from a server that is down,
-// as long as the server writes its messages in English (lc_messages).
-const POOLER_CONFIGURATION = new RegExp([
-  'unsupported startup parameter', 'no such (database|user)', 'authentication failed', 'login rejected',
-  'does not exist', 'pg_hba\\.conf', 'not permitted to log in', 'is disabled', 'SSL required',
-  'permission denied',
-].join('|'));
-const atLogin = new WeakSet();          // the errors pool.connect() failed with
-function driverFailure(err) {
-  const code = String(err?.code ?? '');
-  const message = String(err?.message ?? '');
-  if (/^(28|3D|3F|42)/.test(code)) return 'configuration'; // role, password, database, schema, privilege, SQL
-  if (code === '08P01' && POOLER_CONFIGURATION.test(message)) return 'configuration';
-  if (code === '55000' && atLogin.has(err)) return 'unavailable';
-  if (code.startsWith('08')                                  // connection exceptions
-    || ['57P01', '57P02', '57P03', '57014', '53300'].includes(code) // shutdown, crash, starting, cancelled, too many connections
-    || ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)
-    || /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable/.test(message)) {
-    return 'unavailable';
-  }
+  const known = fromDriver(err);
+  if (known instanceof FixedWindowUnavailableError) return 'unavailable';
+  if (known instanceof FixedWindowConfigurationError || known instanceof FixedWindowPermissionError
+      || known instanceof FixedWindowUndefinedPolicyError) return 'configuration';
   return undefined;
 }
 
@@ -209,10 +181,7 @@ function driverFailure(err) {
 // deadline, and the request's test clock when there is one.
 async function withDatabase(req, fn) {
   const clock = testing ? req.headers['x-test-clock'] : undefined;
-  const client = await pool.connect().catch((err) => {
-    atLogin.add(err);
-    throw err;
-  });
+  const client = await pool.connect();
   let broken;
   try {
     await client.query(BEGIN);

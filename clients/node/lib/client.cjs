@@ -68,6 +68,7 @@ const FIND_SCHEMA = `
   ORDER BY array_position(ARRAY['fixed_window', 'fixed_window_sql', 'fixed_window_proxy'], e.extname::text)
   LIMIT 1`;
 
+const MASKED_PASSWORD = '********';
 const FIND_ROUTER = `
   SELECT quote_ident(n.nspname) AS schema
   FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
@@ -106,6 +107,8 @@ function periodText(period) {
   throw new TypeError('period must be a whole number of milliseconds or an interval such as "1 minute"');
 }
 
+const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
+
 // The anchor of the window grid: undefined for the default grid, null for a
 // phase of each key's own, or a time.
 function startText(start) {
@@ -115,8 +118,16 @@ function startText(start) {
     if (Number.isNaN(start.getTime())) throw new RangeError('start is an invalid Date');
     return start.toISOString();
   }
-  if (typeof start === 'string' && start.trim() !== '') return start;
-  throw new TypeError('start must be a Date, a timestamp string, null (each key its own phase) or left out');
+  // A string is read here, not by the server, whose reading would follow
+  // the session's TimeZone and DateStyle: ISO 8601 with its offset only.
+  if (typeof start === 'string') {
+    const time = ISO_WITH_OFFSET.test(start) ? new Date(start) : new Date(NaN);
+    if (Number.isNaN(time.getTime())) {
+      throw new RangeError(`start "${start}" must be a Date or an ISO 8601 time with its offset, such as 2026-01-01T00:00:00Z`);
+    }
+    return time.toISOString();
+  }
+  throw new TypeError('start must be a Date, an ISO 8601 time, null (each key its own phase) or left out');
 }
 
 // The statement and the values of a call: inline when the options give a
@@ -144,6 +155,8 @@ function callOf(kind, name, key, options) {
   };
 }
 
+function ignoreIdleError() {}
+
 function resultOf(row) {
   return { ok: row.ok, retryAfter: row.retry_after, remaining: row.remaining, resetAfter: row.reset_after };
 }
@@ -164,6 +177,15 @@ class FixedWindow {
     if (schema !== undefined) requireString('schema', schema);
     if (typeof failOpen !== 'boolean' && typeof failOpen !== 'function') {
       throw new TypeError('failOpen must be a boolean or a function of the error');
+    }
+    // A connection the server ends while idle in a pool (a restart,
+    // pg_terminate_backend) makes the pool emit 'error', which ends Node
+    // when nobody listens: a pool without a listener gets one, and drops
+    // the connection as it does anyway.
+    for (const each of pools) {
+      if (typeof each.on === 'function' && typeof each.listenerCount === 'function' && each.listenerCount('error') === 0) {
+        each.on('error', ignoreIdleError);
+      }
     }
     this.pools = pools;
     this.routing = routing;
@@ -194,7 +216,12 @@ class FixedWindow {
       throw fromDriver(err);
     }
     if (rows.length === 0) throw new FixedWindowConfigurationError('the router lists no shards (its fw_shards is empty)');
-    const shards = rows.map((row) => new Pool({ ...parseConninfo(row.connstr), ...poolOptions }));
+    const shards = rows.map((row) => {
+      const settings = parseConninfo(row.connstr);
+      // the router shows a password as ********: leave it to poolOptions, PGPASSWORD or ~/.pgpass
+      if (settings.password === MASKED_PASSWORD) delete settings.password;
+      return new Pool({ ...settings, ...poolOptions });
+    });
     return new FixedWindow({ shards, routing: rows[0].method });
   }
 

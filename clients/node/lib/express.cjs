@@ -15,15 +15,31 @@
 //
 // decrement gives a token back (fw_refund) for a request the limiter's
 // skipFailedRequests or skipSuccessfulRequests says should not count.  A
-// denied hit spent nothing, so its decrement must give nothing back: with
-// skipFailedRequests the middleware decrements after its own 429 too, and
-// a refund there would admit a request more for each one refused (12 of 20
-// at a limit of 5).  decrement has only the key, so the store keeps, per
-// key, how many denied hits of this process still owe a decrement, and a
-// decrement pays those off first.  Requests of one key may finish in any
-// order: a failed admitted request's decrement may come before a denied
-// one's; it then pays off the denial's debt, and the denial's decrement,
-// later, refunds in its place: one refund for the two, as it should be.
+// hit that spent nothing (denied by the database, refused at a limit of 0,
+// admitted by failOpen while the database was away) must give nothing
+// back: with skipFailedRequests the middleware decrements after its own
+// 429 too, and a refund there would admit a request more for each one
+// refused (a naive store admitted 12 of 20 at a limit of 5).  decrement has
+// only the key, so the store keeps, per key and window, how many hits of
+// this process spent nothing and may still be decremented, and a decrement
+// pays those off before it refunds anything.  The interleavings, for
+// requests of one key, which may finish in any order:
+//
+// - A denied hit is noted when its answer arrives, before the middleware
+//   sees it, so its own decrement (after the 429 is sent) always finds it.
+// - A failed admitted request's decrement that comes after a denial was
+//   noted pays off the denial instead of refunding; the denial's decrement,
+//   later, finds nothing noted and refunds in its place: one refund for the
+//   two, as it should be, only later.
+// - An admitted request's refund racing a denial in the database (sent
+//   before the denial's answer arrives) is not held back: it gives its own
+//   token back, and the denial's decrement pays off the note.
+// - The middleware does not decrement once the hit's window has ended (its
+//   resetTime, which is ours), so a note counts for GRACE_MS at most after
+//   its window, then is dropped: until then it may hold back one refund
+//   that was owed (a request too few, never one too many).
+// - resetKey leaves the notes: decrements of hits denied before it still
+//   come, and must not give back tokens spent after it.
 //
 // The limit comes from the limiter's options: a number, or a function of
 // the request.  The store sees only the key, so a function needs the
@@ -33,8 +49,13 @@
 // Copyright (c) 2026, the fixed_window developers.  PostgreSQL License: see LICENSE.
 
 const DEFAULT_NAME = 'express-rate-limit';
-// Entries of denied hits whose window has ended are dropped every this many
-// denials, so that keys denied once and never seen again do not pile up.
+// A note of a hit that spent nothing is kept this long after its window
+// ended: express-rate-limit decides not to decrement when the window has
+// ended, and calls decrement in the same turn, so a millisecond or two would
+// do; a second leaves room for a pause of the event loop.
+const GRACE_MS = 1000;
+// Every this many notes, the notes of every key whose windows have ended are
+// dropped, so that keys denied once and never seen again do not pile up.
 const SWEEP_EVERY = 1000;
 const MAX_RATE = 2147483647;
 
@@ -50,15 +71,29 @@ class FixedWindowStore {
     // counters are shared by every process, not local to this one.
     this.prefix = `${name}:`;
     this.localKeys = false;
-    this.owed = new Map();          // key -> { count, until }: denied hits owed a decrement
-    this.denials = 0;
+    this.unspent = new Map();       // key -> Map(window end in ms -> hits that spent nothing)
+    this.notes = 0;
     this.pending = new Map();       // key -> limits keyGenerator computed, in order
     this.wrapped = new WeakSet();   // the keyGenerators this store made
+    this.initError = new Error('the FixedWindowStore was not initialised: pass it as the store of rateLimit({ store })');
   }
 
   // The limiter's options, once, when the middleware is made.
+  // express-rate-limit catches an error thrown here and only logs it, so
+  // the error is also kept, and every increment rejects with it: a limiter
+  // set up wrongly answers 500 rather than limiting by a guess.
   init(options) {
-    const { windowMs, limit, skipFailedRequests, keyGenerator } = options;
+    this.initError = null;
+    try {
+      this.configure(options);
+    } catch (err) {
+      this.initError = err;
+      throw err;
+    }
+  }
+
+  configure(options) {
+    const { windowMs, limit, keyGenerator, statusCode = 429 } = options;
     if (!Number.isInteger(windowMs) || windowMs < 1) {
       throw new RangeError(`windowMs must be a whole number of milliseconds >= 1, not ${windowMs}`);
     }
@@ -68,12 +103,20 @@ class FixedWindowStore {
           + 'rateLimit({ limit, store, keyGenerator: store.keyGenerator(yourKeyGenerator) }); '
           + 'the store sees only the key, and must know the limit before it counts');
       }
-    } else if (!Number.isInteger(limit) || limit < 0) {
-      throw new RangeError(`limit must be a whole number >= 0 or a function, not ${limit}`);
+    } else if (!Number.isInteger(limit) || limit < 0 || limit > MAX_RATE) {
+      throw new RangeError(`limit must be a whole number from 0 to ${MAX_RATE}, or a function, not ${limit}`);
     }
     this.windowMs = windowMs;
     this.limit = limit;
-    this.skipFailedRequests = Boolean(skipFailedRequests);
+    const skipFailed = Boolean(options.skipFailedRequests);
+    const skipSuccessful = Boolean(options.skipSuccessfulRequests);
+    // Whether the middleware decrements a refused request: by its default
+    // requestWasSuccessful (status < 400), a refusal with the limiter's
+    // statusCode is a failure or a success.  (A handler or a
+    // requestWasSuccessful of your own that judges otherwise is not seen.)
+    this.decrementsRefused = statusCode >= 400 ? skipFailed : skipSuccessful;
+    // A request admitted by failOpen may be decremented either way.
+    this.decrementsAdmitted = skipFailed || skipSuccessful;
   }
 
   // A keyGenerator that also computes the request's limit, for limit as a
@@ -83,6 +126,7 @@ class FixedWindowStore {
     if (typeof inner !== 'function') throw new TypeError('keyGenerator(inner) needs your key generator, a function of (request, response)');
     const generate = async (request, response) => {
       const key = await inner(request, response);
+      if (typeof this.limit !== 'function') return key;    // init refused the limiter, or limit is a number
       const limit = await this.limit(request, response);
       const queue = this.pending.get(key);
       if (queue === undefined) this.pending.set(key, [limit]);
@@ -99,49 +143,84 @@ class FixedWindowStore {
     if (queue === undefined) throw new Error(`no limit was computed for the key "${key}": is the store's keyGenerator the limiter's?`);
     const limit = queue.shift();
     if (queue.length === 0) this.pending.delete(key);
+    if (!Number.isInteger(limit) || limit < 0 || limit > MAX_RATE) {
+      throw new RangeError(`the limit function returned ${limit}: a whole number from 0 to ${MAX_RATE} was expected`);
+    }
     return limit;
   }
 
   async increment(key) {
+    if (this.initError !== null) throw this.initError;
     const limit = this.limitOf(key);
-    if (limit === 0) return { totalHits: 1, resetTime: undefined };     // nothing allowed: the middleware refuses
+    if (limit === 0) {            // nothing is allowed: the middleware refuses, the database is not asked
+      const resetTime = new Date(Date.now() + this.windowMs);
+      if (this.decrementsRefused) this.noteUnspent(key, resetTime);
+      return { totalHits: 1, resetTime };
+    }
     const answer = await this.client.limit(this.name, key, { rate: limit, period: this.windowMs });
-    if (answer.failedOpen) return { totalHits: 1, resetTime: undefined };
+    if (answer.failedOpen) {
+      const resetTime = new Date(Date.now() + this.windowMs);
+      if (this.decrementsAdmitted) this.noteUnspent(key, resetTime);
+      return { totalHits: 1, resetTime };
+    }
     const resetTime = new Date(Date.now() + answer.resetAfter);
     if (answer.ok) return { totalHits: Math.min(limit, Math.max(1, limit - answer.remaining)), resetTime };
-    if (this.skipFailedRequests) this.oweDecrement(key, resetTime);
+    if (this.decrementsRefused) this.noteUnspent(key, resetTime);
     return { totalHits: limit + 1, resetTime };
   }
 
-  oweDecrement(key, until) {
-    const entry = this.owed.get(key);
-    if (entry === undefined) this.owed.set(key, { count: 1, until });
-    else {
-      entry.count += 1;
-      entry.until = until;
+  noteUnspent(key, resetTime) {
+    const until = resetTime.getTime();
+    let windows = this.unspent.get(key);
+    if (windows === undefined) {
+      windows = new Map();
+      this.unspent.set(key, windows);
     }
-    this.denials += 1;
-    if (this.denials % SWEEP_EVERY === 0) {
+    windows.set(until, (windows.get(until) ?? 0) + 1);
+    this.notes += 1;
+    if (this.notes % SWEEP_EVERY === 0) {
       const now = Date.now();
-      for (const [owedKey, owedEntry] of this.owed) if (owedEntry.until <= now) this.owed.delete(owedKey);
+      for (const noted of this.unspent.keys()) this.dropEnded(noted, now);
     }
   }
 
-  // A request that should not count: its token back, unless the decrement
-  // is a denied hit's, which spent nothing.  (express-rate-limit does not
-  // decrement once the window of the hit has ended.)
-  async decrement(key) {
-    const entry = this.owed.get(key);
-    if (entry !== undefined) {
-      entry.count -= 1;
-      if (entry.count === 0) this.owed.delete(key);
-      return;
+  // Drops the notes of windows that ended more than GRACE_MS ago: the
+  // middleware will not decrement their hits any more.
+  dropEnded(key, now) {
+    const windows = this.unspent.get(key);
+    if (windows === undefined) return undefined;
+    for (const until of windows.keys()) if (until + GRACE_MS <= now) windows.delete(until);
+    if (windows.size === 0) {
+      this.unspent.delete(key);
+      return undefined;
     }
+    return windows;
+  }
+
+  // Pays off one hit that spent nothing, the oldest; false when none is noted.
+  payUnspent(key) {
+    const windows = this.dropEnded(key, Date.now());
+    if (windows === undefined) return false;
+    const oldest = Math.min(...windows.keys());
+    const count = windows.get(oldest) - 1;
+    if (count > 0) windows.set(oldest, count);
+    else {
+      windows.delete(oldest);
+      if (windows.size === 0) this.unspent.delete(key);
+    }
+    return true;
+  }
+
+  // A request that should not count: its token back, unless a hit of the
+  // key that spent nothing is still noted (see the top of this file).
+  async decrement(key) {
+    if (this.payUnspent(key)) return;
     await this.client.refund(this.name, key, { rate: this.refundRate(), period: this.windowMs, cost: 1 });
   }
 
   // What the key has spent in its window, spending nothing.
   async get(key) {
+    if (this.initError !== null) throw this.initError;
     if (typeof this.limit === 'function') return undefined;      // the limit is the request's, unknown here
     const limit = Math.max(1, this.limit);
     const answer = await this.client.check(this.name, key, { rate: limit, period: this.windowMs, cost: 0 });
@@ -151,16 +230,17 @@ class FixedWindowStore {
 
   // The key starts afresh: its window given back whole (fw_refund, which
   // the README's application role may call, where fw_reset is an admin's).
+  // The notes of hits that spent nothing stay (see the top of this file).
   async resetKey(key) {
-    this.owed.delete(key);
+    if (this.initError !== null) throw this.initError;
     const rate = this.refundRate();
     await this.client.refund(this.name, key, { rate, period: this.windowMs, cost: rate });
   }
 
   // The rate a refund names: the limit; for a limit that is a function of
   // the request, unknown here, the largest there is.  A refund gives back at
-  // most its capacity, and a call spends from at most its own: tokens given
-  // back above a key's limit are never spent beyond it.
+  // most the counter's capacity, and never creates a counter, so a key's
+  // tokens never pass the limit it was counted with.
   refundRate() {
     return typeof this.limit === 'function' ? MAX_RATE : Math.max(1, this.limit);
   }

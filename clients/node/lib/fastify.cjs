@@ -62,7 +62,7 @@ function routeSuffix(routeInfo) {
 
 // The plugin's ban option as it keeps it: -1 when none.
 function banOf(params) {
-  return Number.isInteger(params?.ban) && params.ban >= 0 ? params.ban : -1;
+  return Number.isFinite(params?.ban) && params.ban >= 0 ? Math.trunc(params.ban) : -1;
 }
 
 function refuseUnsupported(params, where) {

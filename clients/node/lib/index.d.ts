@@ -230,14 +230,14 @@ export declare class FixedWindowStore {
   readonly name: string;
   readonly prefix: string;
   readonly localKeys: false;
-  /** Throws when limit is a function and the limiter's keyGenerator is not this store's. */
+  /** Throws (and every later call rejects) when limit is a function and the limiter's keyGenerator is not this store's. */
   init(options: { windowMs: number; limit: number | ((request: any, response: any) => number | Promise<number>);
-    skipFailedRequests?: boolean; keyGenerator?: unknown }): void;
+    skipFailedRequests?: boolean; skipSuccessfulRequests?: boolean; statusCode?: number; keyGenerator?: unknown }): void;
   /** For limit as a function: your key generator, wrapped to hand each request's limit to the store. */
   keyGenerator<Request = any, Response = any>(inner: (request: Request, response: Response) => string | Promise<string>):
     (request: Request, response: Response) => Promise<string>;
   increment(key: string): Promise<ExpressClientRateLimitInfo>;
-  /** Gives the hit's token back, unless the hit was denied (it spent nothing). */
+  /** Gives the hit's token back, unless a hit of the key that spent nothing (denied, limit 0, failed open) is still owed. */
   decrement(key: string): Promise<void>;
   /** What the key spent in its window; undefined when limit is a function. */
   get(key: string): Promise<ExpressClientRateLimitInfo | undefined>;

@@ -9,8 +9,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  FixedWindow, FixedWindowConfigurationError, FixedWindowInputError, FixedWindowPermissionError,
-  FixedWindowStateError, FixedWindowUndefinedPolicyError, FixedWindowUnavailableError,
+  FixedWindow, FixedWindowCapacityError, FixedWindowConfigurationError, FixedWindowError, FixedWindowInputError,
+  FixedWindowPermissionError, FixedWindowStateError, FixedWindowUndefinedPolicyError, FixedWindowUnavailableError,
+  fromDriver,
 } from '../lib/index.mjs';
 import { T0, clockedPool, pool, restart, sql, uniqueName } from './helpers.mjs';
 
@@ -195,4 +196,95 @@ test('a policy\'s windows, with the headers fw_headers makes, and a call on the 
     tx.release();
     await sql('ALTER DATABASE postgres RESET fixed_window.storage');
   }
+});
+
+test('every SQLSTATE docs/troubleshooting.md lists has its class', () => {
+  const classes = {
+    22004: FixedWindowInputError, 22023: FixedWindowInputError, 22008: FixedWindowInputError,
+    54000: FixedWindowInputError, 42704: FixedWindowUndefinedPolicyError, 42883: FixedWindowConfigurationError,
+    42501: FixedWindowPermissionError, 53400: FixedWindowCapacityError, '55P02': FixedWindowStateError,
+    25006: FixedWindowStateError, 55000: FixedWindowStateError, 40001: FixedWindowError, RL429: FixedWindowError,
+    '57P01': FixedWindowUnavailableError, 53300: FixedWindowUnavailableError, 57014: FixedWindowUnavailableError,
+    '08006': FixedWindowUnavailableError, ECONNRESET: FixedWindowUnavailableError,
+  };
+  for (const [code, Class] of Object.entries(classes)) {
+    const driverError = Object.assign(new Error(`the server said ${code}`), { code });
+    const err = fromDriver(driverError);
+    assert.equal(err.constructor, Class, code);
+    assert.equal(err.code, code);
+    assert.equal(err.cause, driverError);
+    assert.equal(fromDriver(err), err);   // one of ours passes as it is
+  }
+  // a database closed to connections is an outage; PgBouncer's refusal of a setting is not
+  assert.ok(fromDriver(Object.assign(new Error('database "app" is not currently accepting connections'),
+    { code: '55000' })) instanceof FixedWindowUnavailableError);
+  assert.ok(fromDriver(Object.assign(new Error('unsupported startup parameter: search_path'),
+    { code: '08P01' })) instanceof FixedWindowConfigurationError);
+  assert.ok(fromDriver(new Error('Connection terminated unexpectedly')) instanceof FixedWindowUnavailableError);
+});
+
+test('a start given as text is read as ISO 8601 with its offset, whatever the session\'s TimeZone', async () => {
+  const fw = new FixedWindow({ pool: pool({ options: '-c TimeZone=Asia/Kolkata -c DateStyle=SQL,DMY' }) });
+  const name = uniqueName();
+  const period = { rate: 1, period: '1 hour', cost: 0 };
+  const asDate = await fw.check(name, 'k', { ...period, start: new Date('2026-01-01T00:00:00Z') });
+  for (const start of ['2026-01-01T00:00:00Z', '2026-01-01T05:30:00+05:30', '2026-01-01T00:00:00.000Z']) {
+    const answer = await fw.check(name, 'k', { ...period, start });
+    assert.ok(Math.abs(answer.resetAfter - asDate.resetAfter) < 1000, `${start}: ${answer.resetAfter} against ${asDate.resetAfter}`);
+  }
+  for (const start of ['2026-01-01 00:00:00', '01/02/2026', 'yesterday', '2026-13-01T00:00:00Z', '']) {
+    await assert.rejects(fw.check(name, 'k', { ...period, start }), RangeError, start);
+  }
+});
+
+test('a pool without an error listener: a connection ended while idle does not end the process', async () => {
+  const { spawn } = await import('node:child_process');
+  const script = `
+    import pg from 'pg';
+    import { FixedWindow } from 'fixed-window-pg';
+    const pool = new pg.Pool({ max: 1 });
+    const fw = new FixedWindow({ pool });
+    await fw.limit('idle', 'k', { rate: 5, period: 60000 });
+    const { rows } = await pool.query('SELECT pg_backend_pid() AS pid');
+    console.log(rows[0].pid);
+    process.stdin.once('data', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const answer = await fw.limit('idle', 'k', { rate: 5, period: 60000 });
+      console.log(answer.ok ? 'ok' : 'refused');
+      await pool.end();
+    });`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: new URL('..', import.meta.url).pathname,
+    env: { ...process.env, PGUSER: 'app' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  let code;
+  const exited = new Promise((resolve) => child.on('exit', (c) => { code = c; resolve(c); }));
+  for (let i = 0; i < 500 && code === undefined && !/^\d+$/m.test(output); i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.match(output, /^\d+$/m, output);
+  await sql('SELECT pg_terminate_backend($1)', [Number(/^(\d+)$/m.exec(output)[1])]);
+  child.stdin.end('go\n');
+  assert.equal(await exited, 0, output);
+  assert.match(output, /^ok$/m);
+});
+
+test('fromRouter leaves a password the router masks to the pool\'s options, PGPASSWORD or ~/.pgpass', async () => {
+  const made = [];
+  class Pool { constructor(config) { made.push(config); } query() {} }
+  const router = {
+    async query(text) {
+      if (/fw_shards/.test(text)) {
+        return { rows: [{ connstr: 'host=s0 dbname=fw user=app password=********', method: 'modulo' }] };
+      }
+      return { rows: [{ schema: 'fw' }] };
+    },
+  };
+  const fw = await FixedWindow.fromRouter(router, Pool, { max: 2 });
+  assert.deepEqual(made, [{ host: 's0', database: 'fw', user: 'app', max: 2 }]);
+  assert.equal(fw.routing, 'modulo');
 });

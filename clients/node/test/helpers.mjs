@@ -27,7 +27,7 @@ export function pool({ user = 'app', pooler = false, max = 8, database = 'postgr
     host: process.env.PGHOST,
     port: Number(pooler ? process.env.POOLER_PORT : process.env.PGPORT),
     user, database, max,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: 30_000,        // waiting for a connection counts: 1,000 calls queue on 8
     ...rest,
   });
   created.on('error', () => {});

@@ -24,12 +24,15 @@ const { FixedWindowError, FixedWindowConfigurationError, FixedWindowUnavailableE
 const EPOCH = '1970-01-01T00:00:00Z';
 const MAX_INT4 = 2147483647;
 
-// The result of a call in milliseconds, rounded up: a retry time that comes
-// early would be refused.  A retry time that does not exist stays NULL.
-const RESULT = `r.ok,
-  ceil(extract(epoch FROM r.retry_after) * 1000)::float8 AS retry_after,
-  r.remaining,
-  ceil(extract(epoch FROM r.reset_after) * 1000)::float8 AS reset_after`;
+// An interval or a time as milliseconds (since the epoch), rounded up: a
+// retry time that comes early would be refused, and none of DateStyle,
+// IntervalStyle or TimeZone plays a part.  NULL stays NULL.
+function ms(value) {
+  return `ceil(extract(epoch FROM ${value}) * 1000)::float8`;
+}
+
+// The result of a call.
+const RESULT = `r.ok, ${ms('r.retry_after')} AS retry_after, r.remaining, ${ms('r.reset_after')} AS reset_after`;
 
 // The statements, by what they do and whether they are inline (rate and
 // period in the call) or named (a policy fw_define made); {s} is the
@@ -48,10 +51,8 @@ const STATEMENTS = {
 
 // A policy's call, a row per window: allowed when every enforced window
 // allowed (a shadow window only reports), the HTTP headers fw_headers makes
-// of them, and the windows, times in milliseconds since the epoch or of
-// duration, whatever the session's DateStyle or IntervalStyle.
+// of them, and the windows, times in milliseconds (ms()).
 function windowsOf(call) {
-  const ms = (value) => `ceil(extract(epoch FROM ${value}) * 1000)::float8`;
   return `SELECT bool_and(w.ok OR w.shadow) AS ok, {s}.fw_headers($1, array_agg(w)) AS headers,
     jsonb_agg(jsonb_build_object('period', ${ms('w.period')}, 'rate', w.rate, 'capacity', w.capacity,
       'shadow', w.shadow, 'ok', w.ok, 'retryAfter', ${ms('w.retry_after')}, 'remaining', w.remaining,
@@ -60,19 +61,23 @@ function windowsOf(call) {
     FROM {s}.${call}($1, $2, $3::integer) AS w`;
 }
 
-// Where the extension is: the C extension, its SQL edition, or the router.
-const FIND_SCHEMA = `
+// The schema, quoted, of the first of the extensions named that the
+// database has.
+function schemaQuery(extensions) {
+  const names = `ARRAY[${extensions.map((name) => `'${name}'`).join(', ')}]`;
+  return `
   SELECT quote_ident(n.nspname) AS schema
   FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
-  WHERE e.extname IN ('fixed_window', 'fixed_window_sql', 'fixed_window_proxy')
-  ORDER BY array_position(ARRAY['fixed_window', 'fixed_window_sql', 'fixed_window_proxy'], e.extname::text)
+  WHERE e.extname = ANY (${names})
+  ORDER BY array_position(${names}, e.extname::text)
   LIMIT 1`;
+}
+// Where the extension is: the C extension, its SQL edition, or the router;
+// and where the router is.
+const FIND_SCHEMA = schemaQuery(['fixed_window', 'fixed_window_sql', 'fixed_window_proxy']);
+const FIND_ROUTER = schemaQuery(['fixed_window_proxy']);
 
 const MASKED_PASSWORD = '********';
-const FIND_ROUTER = `
-  SELECT quote_ident(n.nspname) AS schema
-  FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
-  WHERE e.extname = 'fixed_window_proxy'`;
 
 // A schema named by the caller, quoted as PostgreSQL quotes an identifier.
 function quoteIdent(name) {

@@ -9,22 +9,9 @@ const { FixedWindow } = require('./client.cjs');
 const errors = require('./errors.cjs');
 const shard = require('./shard.cjs');
 
-module.exports = {
-  FixedWindow,
-  FixedWindowError: errors.FixedWindowError,
-  FixedWindowInputError: errors.FixedWindowInputError,
-  FixedWindowUndefinedPolicyError: errors.FixedWindowUndefinedPolicyError,
-  FixedWindowPermissionError: errors.FixedWindowPermissionError,
-  FixedWindowConfigurationError: errors.FixedWindowConfigurationError,
-  FixedWindowCapacityError: errors.FixedWindowCapacityError,
-  FixedWindowStateError: errors.FixedWindowStateError,
-  FixedWindowUnavailableError: errors.FixedWindowUnavailableError,
-  fromDriver: errors.fromDriver,
-  shardOf: shard.shardOf,
-  shardHash: shard.shardHash,
-  jumpHash: shard.jumpHash,
-  parseConninfo: shard.parseConninfo,
-};
+// The client, every error class with fromDriver, and the routing functions.
+module.exports = { FixedWindow, ...errors, ...shard };
+
 // The adapters, loaded at first use.
 for (const [file, names] of [
   ['./express.cjs', ['FixedWindowStore']],

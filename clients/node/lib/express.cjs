@@ -59,6 +59,11 @@ const GRACE_MS = 1000;
 const SWEEP_EVERY = 1000;
 const MAX_RATE = 2147483647;
 
+// A limit fixed_window can count with (0: nothing is allowed).
+function isLimit(limit) {
+  return Number.isInteger(limit) && limit >= 0 && limit <= MAX_RATE;
+}
+
 class FixedWindowStore {
   constructor({ client, name = DEFAULT_NAME } = {}) {
     if (client === null || typeof client !== 'object' || typeof client.limit !== 'function') {
@@ -103,7 +108,7 @@ class FixedWindowStore {
           + 'rateLimit({ limit, store, keyGenerator: store.keyGenerator(yourKeyGenerator) }); '
           + 'the store sees only the key, and must know the limit before it counts');
       }
-    } else if (!Number.isInteger(limit) || limit < 0 || limit > MAX_RATE) {
+    } else if (!isLimit(limit)) {
       throw new RangeError(`limit must be a whole number from 0 to ${MAX_RATE}, or a function, not ${limit}`);
     }
     this.windowMs = windowMs;
@@ -143,7 +148,7 @@ class FixedWindowStore {
     if (queue === undefined) throw new Error(`no limit was computed for the key "${key}": is the store's keyGenerator the limiter's?`);
     const limit = queue.shift();
     if (queue.length === 0) this.pending.delete(key);
-    if (!Number.isInteger(limit) || limit < 0 || limit > MAX_RATE) {
+    if (!isLimit(limit)) {
       throw new RangeError(`the limit function returned ${limit}: a whole number from 0 to ${MAX_RATE} was expected`);
     }
     return limit;
